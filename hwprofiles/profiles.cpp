@@ -1,0 +1,1 @@
+// hwprofiles/profiles.cpp — in progress

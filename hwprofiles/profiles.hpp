@@ -1,0 +1,112 @@
+// hwprofiles/profiles.hpp — hardware, network and price profiles loaded from hwprofiles/**/*.json.
+// Every modelling number in the JSON carries a `source` (datasheet, paper, or "fitted: <on what>").
+// Not here: how the numbers are used (sim/compute_model, sim/network) — this is data + validation.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ptsim::hwprofiles {
+
+// Efficiency of one op class as a function of its size: eff(x) = max_efficiency · x / (x + half_size),
+// x in FLOPs for compute-bound classes, bytes for memory-bound ones (docs/compute-model.md).
+struct EfficiencyCurve {
+  double max_efficiency = 1.0;  // (0, 1]
+  double half_size = 0.0;       // >= 0; size at which efficiency is half of max
+};
+
+struct GpuProfile {
+  std::string name;                        // file stem, e.g. "v100-sxm3-32gb"
+  std::string description;
+  double memory_bytes = 0;
+  double memory_bandwidth_bytes_per_second = 0;
+  // Dense peak FLOP/s at boost clock, per math mode. 0 = not supported (e.g. bf16 on V100).
+  double peak_fp32_flops = 0;
+  double peak_tf32_flops = 0;
+  double peak_fp16_tensor_flops = 0;
+  double peak_bf16_tensor_flops = 0;
+  double sustained_clock_fraction = 1.0;   // sustained / boost clock under training load (T4 throttles)
+  double kernel_launch_seconds = 0;        // per-op fixed overhead (launch + framework dispatch)
+  double memory_efficiency = 1.0;          // achievable fraction of memory bandwidth for streaming ops
+  EfficiencyCurve gemm;                    // compute efficiency of large GEMMs (tensor cores)
+  EfficiencyCurve batched_gemm;            // attention's batched GEMMs
+  EfficiencyCurve memory_bound;            // elementwise / normalisation ops (x in bytes)
+  double reserved_memory_bytes = 0;        // CUDA context + allocator fragmentation not in the plan
+  double power_watts = 0;
+  std::string pcie_generation;             // "3.0", "4.0", "5.0"
+  std::map<std::string, std::string> sources;  // field -> source
+};
+
+enum class IntraNodeTopology { pcie_tree, nvlink_cube_mesh, nvswitch };
+
+struct NodeProfile {
+  std::string name;                        // e.g. "dgx-2h"
+  std::string description;
+  std::string gpu;                         // GpuProfile name
+  int gpus_per_node = 0;
+  IntraNodeTopology topology = IntraNodeTopology::pcie_tree;
+  // NVLink / NVSwitch: per-GPU unidirectional bandwidth into the fabric (bytes/s).
+  double nvlink_bytes_per_second = 0;
+  int nvlink_links_per_gpu = 0;            // cube-mesh: links per GPU
+  // PCIe tree: GPUs per PCIe switch, switch uplink and host-bridge bandwidth (bytes/s, one direction).
+  int gpus_per_pcie_switch = 0;
+  double pcie_link_bytes_per_second = 0;
+  double pcie_host_bridge_bytes_per_second = 0;
+  double intra_node_latency_seconds = 0;
+  int nics_per_node = 0;
+  std::string default_network;             // NetworkProfile name
+  double power_watts = 0;                  // whole node under load
+  double purchase_usd = 0;                 // 0 = unknown
+  std::map<std::string, std::string> sources;
+};
+
+enum class Transport { tcp_socket, rdma };
+
+struct NetworkProfile {
+  std::string name;                        // e.g. "10gbe-tcp", "ib-edr"
+  std::string description;
+  double link_bytes_per_second = 0;        // line rate per NIC, one direction
+  Transport transport = Transport::rdma;
+  double achieved_fraction = 1.0;          // fraction of line rate a collective's flow achieves
+  double latency_seconds = 0;              // per message, end to end
+  double per_flow_bytes_per_second = 0;    // cap per TCP socket stream (0 = none)
+  bool host_staging = false;               // data crosses host memory (socket transport)
+  double switch_port_usd = 0;              // per port incl. cable/NIC share (ownership cost); 0 = unknown
+  std::map<std::string, std::string> sources;
+};
+
+struct PriceItem {
+  std::string name;                        // e.g. "gcp-t4-on-demand-2020"
+  std::string unit;                        // "gpu_hour", "instance_hour", "purchase", "kwh"
+  double usd = 0;
+  std::string applies_to;                  // gpu or node profile name ("" for kwh)
+  std::string source;
+};
+
+struct ProfileSet {
+  std::map<std::string, GpuProfile> gpus;
+  std::map<std::string, NodeProfile> nodes;
+  std::map<std::string, NetworkProfile> networks;
+  std::map<std::string, PriceItem> prices;
+};
+
+// Loads and validates every profile under `directory` (default: hwprofiles_directory()).
+// Throws core::InputError naming the file and field for malformed or inconsistent profiles.
+ProfileSet load_profiles(const std::string& directory);
+ProfileSet load_profiles();
+std::string hwprofiles_directory();
+
+// Single-file loaders (used by load_profiles and tests). `path` is the JSON file.
+GpuProfile load_gpu_profile(const std::string& path);
+NodeProfile load_node_profile(const std::string& path);
+NetworkProfile load_network_profile(const std::string& path);
+std::vector<PriceItem> load_price_file(const std::string& path);
+
+const GpuProfile& find_gpu(const ProfileSet& set, const std::string& name);       // InputError lists names
+const NodeProfile& find_node(const ProfileSet& set, const std::string& name);
+const NetworkProfile& find_network(const ProfileSet& set, const std::string& name);
+
+const char* to_string(IntraNodeTopology t);
+const char* to_string(Transport t);
+
+}  // namespace ptsim::hwprofiles

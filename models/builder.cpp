@@ -1,0 +1,1 @@
+// models/builder.cpp — in progress

@@ -1,0 +1,1 @@
+// models/memory_plan.cpp — in progress

@@ -1,0 +1,1 @@
+// models/model_spec.cpp — in progress

@@ -1,0 +1,1 @@
+// models/recipe.cpp — in progress

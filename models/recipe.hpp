@@ -1,0 +1,41 @@
+// models/recipe.hpp — how one training step is run: precision, batch shape, parallelism, optimizer.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace ptsim::models {
+
+enum class Precision { fp32, fp16, bf16 };
+enum class OptimizerKind { adamw, lamb, lans, sgd };
+
+struct Recipe {
+  Precision precision = Precision::fp16;
+  int64_t micro_batch = 32;          // sequences per micro-step per data-parallel rank
+  int64_t seq_len = 128;
+  int64_t grad_accum = 1;            // micro-steps per optimizer step
+  OptimizerKind optimizer = OptimizerKind::lamb;
+  int64_t data_parallel = 1;
+  int64_t tensor_parallel = 1;
+  bool recompute_activations = false;
+  double bucket_bytes = 25.0 * 1024 * 1024;  // DDP's default 25 MiB gradient buckets
+  // BERT MLM: predictions per sequence (NVIDIA: 20 at seq 128, 80 at seq 512). 0 = derive from seq_len.
+  int64_t max_predictions = 0;
+  bool gradient_clipping = true;     // global-norm clipping before the update (NVLAMB clips to 1.0)
+  bool include_dropout = true;       // false: no dropout ops (finite-difference checks, inference-like runs)
+
+  int64_t max_predictions_per_seq() const {
+    if (max_predictions > 0) return max_predictions;
+    // NVIDIA DeepLearningExamples BERT: 20 at 128, 80 at 512 (15% of 512 rounded down to a multiple of 8 is 76 -> they use 80).
+    return seq_len <= 128 ? 20 : (seq_len * 80) / 512;
+  }
+};
+
+const char* to_string(Precision p);
+const char* to_string(OptimizerKind o);
+// Throw core::InputError naming `what` (e.g. "--precision") if the name is unknown.
+Precision parse_precision(const std::string& name, const std::string& what);
+OptimizerKind parse_optimizer(const std::string& name, const std::string& what);
+// Checks consistency against nothing but itself (positive sizes etc.); throws InputError.
+void validate_recipe(const Recipe& recipe);
+
+}  // namespace ptsim::models

@@ -1,0 +1,1 @@
+// models/task_graph.cpp — in progress

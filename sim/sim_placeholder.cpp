@@ -1,0 +1,1 @@
+// sim/sim_placeholder.cpp — keeps the library non-empty while sim/ grows.

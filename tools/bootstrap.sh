@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# tools/bootstrap.sh — install what ptsim needs on Debian 12 / Ubuntu, then configure the build.
+# Idempotent: packages already present are not reinstalled; an existing build dir is reused.
+# Usage: tools/bootstrap.sh [BUILD_DIR]   (default: build)
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="${1:-build}"
+
+packages=(meson ninja-build g++ pkg-config libeigen3-dev libboost-graph-dev libfmt-dev
+          nlohmann-json3-dev doctest-dev libcli11-dev libopenmpi-dev openmpi-bin)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "bootstrap: installing ${missing[*]}"
+  sudo_cmd=""
+  if [ "$(id -u)" -ne 0 ]; then sudo_cmd="sudo"; fi
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cd "$here"
+if [ ! -f "$build_dir/build.ninja" ]; then
+  meson setup "$build_dir" --buildtype=release
+fi
+ninja -C "$build_dir"

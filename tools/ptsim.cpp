@@ -1,0 +1,63 @@
+// tools/ptsim.cpp — the `ptsim` command: dispatches to one subcommand per tools/cmd_<name>.cpp.
+// Exit codes (docs/cli.md): 0 success, 2 bad input (message names file/field/flag), 1 internal failure.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string_view>
+
+#include "core/error.hpp"
+#include "tools/commands.hpp"
+
+namespace {
+
+struct Subcommand {
+  const char* name;
+  int (*run)(int, char**);
+  const char* summary;
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"predict", ptsim::tools::run_predict_command, "predict step time, time-to-train and cost"},
+    {"validate", ptsim::tools::run_validate_command, "compare predictions with published runs"},
+    {"graph", ptsim::tools::run_graph_command, "build and inspect one rank's TaskGraph"},
+    {"profiles", ptsim::tools::run_profiles_command, "list or show hardware profiles"},
+    {"data", ptsim::tools::run_data_command, "train a WordPiece vocab; prepare BERT shards"},
+    {"train", ptsim::tools::run_train_command, "execute the TaskGraph for real (CPU backend)"},
+};
+
+void print_usage(std::FILE* out) {
+  std::fprintf(out, "ptsim — predict, execute and calibrate transformer pretraining on GPU clusters\n\n");
+  std::fprintf(out, "usage: ptsim <command> [flags]   (ptsim <command> --help for its flags)\n\n");
+  for (const auto& c : kSubcommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage(stderr);
+    return 2;
+  }
+  std::string_view name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    print_usage(stdout);
+    return 0;
+  }
+  for (const auto& c : kSubcommands) {
+    if (name != c.name) continue;
+    try {
+      return c.run(argc - 1, argv + 1);
+    } catch (const ptsim::core::InputError& e) {
+      fmt::print(stderr, "error: {}\n", e.what());
+      return 2;
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "internal error: {}\n", e.what());
+      return 1;
+    }
+  }
+  fmt::print(stderr, "error: unknown command '{}' (expected one of: predict, validate, graph, profiles, data, train)\n",
+             name);
+  return 2;
+}
