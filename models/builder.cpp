@@ -1,1 +1,432 @@
-// models/builder.cpp — in progress
+// models/builder.cpp — the forward graph of BERT / GPT-2, then backward (autodiff.cpp), gradient
+// buckets, global norm and optimizer ops. Parameter names follow HuggingFace (BertForPreTraining) so
+// checkpoints load in transformers.
+#include "models/builder.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/error.hpp"
+#include "models/build_context.hpp"
+
+namespace ptsim::models {
+namespace {
+
+using core::InputError;
+
+class ForwardBuilder {
+ public:
+  ForwardBuilder(TaskGraph& g, const ModelSpec& m, const Recipe& r)
+      : ctx_{g, activation_dtype(r.precision)}, g_(g), m_(m), r_(r) {
+    tp_ = r.tensor_parallel;
+    B_ = r.micro_batch;
+    S_ = r.seq_len;
+    M_ = B_ * S_;
+    H_ = m.hidden_size;
+    heads_ = m.num_heads / tp_;
+    d_ = m.head_dim();
+    ffn_ = m.intermediate_size / tp_;
+    vocab_ = m.padded_vocab_size() / tp_;
+  }
+
+  BackwardOptions build() {
+    BackwardOptions opts;
+    opts.tensor_parallel = tp_;
+    opts.recompute = r_.recompute_activations;
+    int x = m_.family == ModelFamily::bert ? bert_embeddings() : gpt2_embeddings();
+    for (int layer = 0; layer < m_.num_layers; ++layer)
+      x = m_.family == ModelFamily::bert ? bert_layer(x, layer) : gpt2_layer(x, layer);
+    int loss = m_.family == ModelFamily::bert ? bert_heads(x) : gpt2_head(x);
+    g_.loss_tensor = loss;
+    opts.loss = loss;
+    opts.loss_grad = g_.inputs.loss_grad = input("loss_grad", {1}, DType::f32);
+    opts.tp_grad_reduce = tp_grad_reduce_;
+    return opts;
+  }
+
+ private:
+  // ---- tensors ----
+  int input(const std::string& name, std::vector<int64_t> shape, DType dtype = DType::i32) {
+    return ctx_.new_tensor(name, std::move(shape), dtype, TensorRole::input, -1);
+  }
+
+  int param(const std::string& name, std::vector<int64_t> shape, bool decay, int layer) {
+    Parameter p;
+    p.name = name;
+    p.decay = decay;
+    p.layer = layer;
+    p.elements = 1;
+    for (int64_t s : shape) p.elements *= s;
+    int index = static_cast<int>(g_.params.size());
+    auto make = [&](const std::string& suffix, DType dtype, TensorRole role) {
+      int id = ctx_.new_tensor(name + suffix, shape, dtype, role, layer);
+      g_.tensors[static_cast<size_t>(id)].param_index = index;
+      return id;
+    };
+    p.weight = make("", ctx_.act_dtype, TensorRole::weight);
+    p.gradient = make(".grad", ctx_.act_dtype, TensorRole::gradient);
+    if (r_.precision != Precision::fp32) p.master = make(".master", DType::f32, TensorRole::master_weight);
+    int states = r_.optimizer == OptimizerKind::sgd ? 1 : 2;
+    for (int s = 0; s < states; ++s)
+      p.optimizer_states.push_back(make(s == 0 ? ".exp_avg" : ".exp_avg_sq", DType::f32, TensorRole::optimizer_state));
+    g_.params.push_back(p);
+    return p.weight;
+  }
+
+  int act(const std::string& name, std::vector<int64_t> shape, int layer) { return ctx_.activation(name, std::move(shape), layer); }
+
+  // ---- ops ----
+  int emit1(OpKind kind, const std::string& name, int layer, std::vector<int> inputs, std::vector<int64_t> out_shape,
+            OpAttrs attrs = {}, DType out_dtype = DType::f32, bool act_type = true) {
+    int out = act_type ? act(name, std::move(out_shape), layer) : ctx_.activation(name, std::move(out_shape), layer, out_dtype);
+    ctx_.emit(kind, name, Phase::forward, layer, std::move(inputs), {out}, std::move(attrs));
+    return out;
+  }
+
+  // y [rows, out] = x [rows, in] · W^T (+ b); W is [out, in] as nn.Linear stores it.
+  int linear(const std::string& name, int x, int64_t rows, int64_t in, int64_t out, int layer, bool bias = true,
+             int shared_weight = -1, bool decay = true) {
+    int w = shared_weight >= 0 ? shared_weight : param(name + ".weight", {out, in}, decay, layer);
+    std::vector<int> inputs = {x, w};
+    if (bias) inputs.push_back(param(name + ".bias", {out}, false, layer));
+    OpAttrs a;
+    a.gemm.m = rows;
+    a.gemm.n = out;
+    a.gemm.k = in;
+    a.gemm.trans_b = true;
+    a.gemm.has_bias = bias;
+    return emit1(OpKind::gemm, name, layer, inputs, {rows, out}, a);
+  }
+
+  int layernorm(const std::string& name, int x, int64_t rows, int layer) {
+    int gamma = param(name + ".weight", {H_}, false, layer);
+    int beta = param(name + ".bias", {H_}, false, layer);
+    int y = act(name, {rows, H_}, layer);
+    int mean = ctx_.activation(name + ".mean", {rows}, layer, DType::f32);
+    int rstd = ctx_.activation(name + ".rstd", {rows}, layer, DType::f32);
+    OpAttrs a;
+    a.rows = rows;
+    a.cols = H_;
+    a.epsilon = m_.layer_norm_eps;
+    ctx_.emit(OpKind::layernorm, name, Phase::forward, layer, {x, gamma, beta}, {y, mean, rstd}, a);
+    return y;
+  }
+
+  int dropout(const std::string& name, int x, double p, int layer) {
+    if (!r_.include_dropout || p <= 0) return x;
+    const Tensor& t = g_.tensor(x);
+    std::vector<int64_t> shape = t.shape;
+    int y = act(name, shape, layer);
+    int mask = ctx_.activation(name + ".mask", shape, layer, DType::u8);
+    OpAttrs a;
+    a.dropout_p = p;
+    a.rng_stream = ++rng_streams_;
+    ctx_.emit(OpKind::dropout, name, Phase::forward, layer, {x}, {y, mask}, a);
+    return y;
+  }
+
+  int add(const std::string& name, std::vector<int> xs, int layer) {
+    std::vector<int64_t> shape = g_.tensor(xs[0]).shape;
+    return emit1(OpKind::add, name, layer, std::move(xs), shape);
+  }
+
+  int tp_all_reduce(const std::string& name, int x, int layer) {
+    if (tp_ == 1) return x;
+    OpAttrs a;
+    a.comm.group = CommGroup::tensor_parallel;
+    a.comm.group_size = tp_;
+    a.comm.bytes = static_cast<double>(g_.tensor(x).bytes());
+    return emit1(OpKind::all_reduce, name, layer, {x}, g_.tensor(x).shape, a);
+  }
+
+  // Megatron's "f" operator: identity forward, all-reduce of the gradient over the TP group in backward.
+  void tp_enter_parallel_region(int x) {
+    if (tp_ > 1) tp_grad_reduce_.insert(x);
+  }
+
+  // ---- attention (shared by BERT and GPT-2) ----
+  int self_attention(const std::string& prefix, const std::string& out_prefix, int x, int layer, bool causal) {
+    const int64_t local_hidden = heads_ * d_;
+    int q = linear(prefix + ".query", x, M_, H_, local_hidden, layer);
+    int k = linear(prefix + ".key", x, M_, H_, local_hidden, layer);
+    int v = linear(prefix + ".value", x, M_, H_, local_hidden, layer);
+    OpAttrs heads;
+    heads.batch = B_;
+    heads.seq = S_;
+    heads.heads = heads_;
+    heads.head_dim = d_;
+    const int64_t bh = B_ * heads_;
+    int qh = emit1(OpKind::split_heads, prefix + ".query.split", layer, {q}, {bh, S_, d_}, heads);
+    int kh = emit1(OpKind::split_heads, prefix + ".key.split", layer, {k}, {bh, S_, d_}, heads);
+    int vh = emit1(OpKind::split_heads, prefix + ".value.split", layer, {v}, {bh, S_, d_}, heads);
+    OpAttrs sc;
+    sc.gemm.batch = bh;
+    sc.gemm.m = S_;
+    sc.gemm.n = S_;
+    sc.gemm.k = d_;
+    sc.gemm.trans_b = true;
+    sc.gemm.alpha = 1.0 / std::sqrt(static_cast<double>(d_));
+    int scores = emit1(OpKind::batched_gemm, prefix + ".scores", layer, {qh, kh}, {bh, S_, S_}, sc);
+    OpAttrs sm = heads;
+    sm.rows = bh * S_;
+    sm.cols = S_;
+    sm.causal = causal;
+    std::vector<int> sm_inputs = {scores};
+    if (!causal) sm_inputs.push_back(g_.inputs.attention_mask);
+    int probs = emit1(OpKind::softmax, prefix + ".softmax", layer, sm_inputs, {bh, S_, S_}, sm);
+    probs = dropout(prefix + ".attn_dropout", probs, m_.attention_dropout, layer);
+    OpAttrs cx;
+    cx.gemm.batch = bh;
+    cx.gemm.m = S_;
+    cx.gemm.n = d_;
+    cx.gemm.k = S_;
+    int context = emit1(OpKind::batched_gemm, prefix + ".context", layer, {probs, vh}, {bh, S_, d_}, cx);
+    int merged = emit1(OpKind::merge_heads, prefix + ".context.merge", layer, {context}, {M_, local_hidden}, heads);
+    int out = linear(out_prefix, merged, M_, local_hidden, H_, layer);
+    return tp_all_reduce(out_prefix + ".tp_all_reduce", out, layer);
+  }
+
+  int mlp(const std::string& in_name, const std::string& out_name, int x, int layer, bool gelu_tanh) {
+    int h = linear(in_name, x, M_, H_, ffn_, layer);
+    OpAttrs ga;
+    ga.gelu_tanh = gelu_tanh;
+    int g = emit1(OpKind::gelu, in_name + ".gelu", layer, {h}, {M_, ffn_}, ga);
+    int o = linear(out_name, g, M_, ffn_, H_, layer);
+    return tp_all_reduce(out_name + ".tp_all_reduce", o, layer);
+  }
+
+  // ---- BERT ----
+  int bert_embeddings() {
+    g_.inputs.input_ids = input("input_ids", {M_});
+    g_.inputs.token_type_ids = input("token_type_ids", {M_});
+    g_.inputs.position_ids = input("position_ids", {M_});
+    g_.inputs.attention_mask = input("attention_mask", {B_, S_});
+    word_table_ = param("bert.embeddings.word_embeddings.weight", {vocab_, H_}, true, -1);
+    int pos_table = param("bert.embeddings.position_embeddings.weight", {m_.max_position_embeddings, H_}, true, -1);
+    int type_table = param("bert.embeddings.token_type_embeddings.weight", {m_.type_vocab_size, H_}, true, -1);
+    int we = emit1(OpKind::embedding, "bert.embeddings.word", -1, {word_table_, g_.inputs.input_ids}, {M_, H_});
+    we = tp_all_reduce("bert.embeddings.word.tp_all_reduce", we, -1);
+    int pe = emit1(OpKind::embedding, "bert.embeddings.position", -1, {pos_table, g_.inputs.position_ids}, {M_, H_});
+    int te = emit1(OpKind::embedding, "bert.embeddings.token_type", -1, {type_table, g_.inputs.token_type_ids}, {M_, H_});
+    int sum = add("bert.embeddings.sum", {we, pe, te}, -1);
+    int x = layernorm("bert.embeddings.LayerNorm", sum, M_, -1);
+    return dropout("bert.embeddings.dropout", x, m_.hidden_dropout, -1);
+  }
+
+  int bert_layer(int x, int layer) {
+    const std::string p = fmt::format("bert.encoder.layer.{}", layer);
+    tp_enter_parallel_region(x);
+    int attn = self_attention(p + ".attention.self", p + ".attention.output.dense", x, layer, false);
+    attn = dropout(p + ".attention.output.dropout", attn, m_.hidden_dropout, layer);
+    int r1 = add(p + ".attention.output.residual", {attn, x}, layer);
+    int x1 = layernorm(p + ".attention.output.LayerNorm", r1, M_, layer);
+    tp_enter_parallel_region(x1);
+    int o = mlp(p + ".intermediate.dense", p + ".output.dense", x1, layer, false);
+    o = dropout(p + ".output.dropout", o, m_.hidden_dropout, layer);
+    int r2 = add(p + ".output.residual", {o, x1}, layer);
+    return layernorm(p + ".output.LayerNorm", r2, M_, layer);
+  }
+
+  int bert_heads(int x) {
+    const int head = static_cast<int>(m_.num_layers);
+    const int64_t P = B_ * r_.max_predictions_per_seq();
+    g_.inputs.masked_positions = input("masked_positions", {P});
+    g_.inputs.masked_labels = input("masked_labels", {P});
+    g_.inputs.cls_positions = input("cls_positions", {B_});
+    g_.inputs.nsp_labels = input("nsp_labels", {B_});
+    // MLM: gather the masked positions first (NVIDIA/DeepSpeed BERT), then transform + decoder.
+    OpAttrs ga;
+    ga.rows = M_;
+    ga.cols = H_;
+    int rows = emit1(OpKind::gather_rows, "cls.predictions.gather", head, {x, g_.inputs.masked_positions}, {P, H_}, ga);
+    int t = linear("cls.predictions.transform.dense", rows, P, H_, H_, head);
+    int tg = emit1(OpKind::gelu, "cls.predictions.transform.gelu", head, {t}, {P, H_});
+    int tn = layernorm("cls.predictions.transform.LayerNorm", tg, P, head);
+    OpAttrs dec;
+    dec.gemm.m = P;
+    dec.gemm.n = vocab_;
+    dec.gemm.k = H_;
+    dec.gemm.trans_b = true;
+    dec.gemm.has_bias = true;
+    int dec_bias = param("cls.predictions.bias", {vocab_}, false, head);
+    int logits = emit1(OpKind::gemm, "cls.predictions.decoder", head, {tn, word_table_, dec_bias}, {P, vocab_}, dec);
+    int mlm_loss = cross_entropy("cls.predictions.loss", logits, g_.inputs.masked_labels, P, vocab_,
+                                 tp_ == 1 ? m_.vocab_size : 0, head);
+    // NSP: [CLS] rows → pooler (dense + tanh) → 2-way classifier.
+    OpAttrs gc;
+    gc.rows = M_;
+    gc.cols = H_;
+    int cls = emit1(OpKind::gather_rows, "bert.pooler.gather", head, {x, g_.inputs.cls_positions}, {B_, H_}, gc);
+    int pooled = linear("bert.pooler.dense", cls, B_, H_, H_, head);
+    int pt = emit1(OpKind::tanh, "bert.pooler.tanh", head, {pooled}, {B_, H_});
+    int nsp_logits = linear("cls.seq_relationship", pt, B_, H_, 2, head);
+    int nsp_loss = cross_entropy("cls.seq_relationship.loss", nsp_logits, g_.inputs.nsp_labels, B_, 2, 2, head);
+    return emit1(OpKind::add, "loss", head, {mlm_loss, nsp_loss}, {1}, {}, DType::f32, false);
+  }
+
+  int cross_entropy(const std::string& name, int logits, int labels, int64_t rows, int64_t classes, int64_t valid,
+                    int layer) {
+    int loss = ctx_.activation(name, {1}, layer, DType::f32);
+    int lse = ctx_.activation(name + ".logsumexp", {rows}, layer, DType::f32);
+    OpAttrs a;
+    a.rows = rows;
+    a.cols = classes;
+    a.valid_classes = valid;
+    ctx_.emit(OpKind::cross_entropy, name, Phase::forward, layer, {logits, labels}, {loss, lse}, a);
+    return loss;
+  }
+
+  // ---- GPT-2 (pre-LN, causal) ----
+  int gpt2_embeddings() {
+    g_.inputs.input_ids = input("input_ids", {M_});
+    g_.inputs.position_ids = input("position_ids", {M_});
+    word_table_ = param("transformer.wte.weight", {vocab_, H_}, true, -1);
+    int pos_table = param("transformer.wpe.weight", {m_.max_position_embeddings, H_}, true, -1);
+    int we = emit1(OpKind::embedding, "transformer.wte", -1, {word_table_, g_.inputs.input_ids}, {M_, H_});
+    we = tp_all_reduce("transformer.wte.tp_all_reduce", we, -1);
+    int pe = emit1(OpKind::embedding, "transformer.wpe", -1, {pos_table, g_.inputs.position_ids}, {M_, H_});
+    int sum = add("transformer.embeddings.sum", {we, pe}, -1);
+    return dropout("transformer.drop", sum, m_.hidden_dropout, -1);
+  }
+
+  int gpt2_layer(int x, int layer) {
+    const std::string p = fmt::format("transformer.h.{}", layer);
+    int h = layernorm(p + ".ln_1", x, M_, layer);
+    tp_enter_parallel_region(h);
+    int a = self_attention(p + ".attn", p + ".attn.c_proj", h, layer, true);
+    a = dropout(p + ".attn.resid_dropout", a, m_.hidden_dropout, layer);
+    int x1 = add(p + ".attn.residual", {x, a}, layer);
+    int h2 = layernorm(p + ".ln_2", x1, M_, layer);
+    tp_enter_parallel_region(h2);
+    int o = mlp(p + ".mlp.c_fc", p + ".mlp.c_proj", h2, layer, true);
+    o = dropout(p + ".mlp.dropout", o, m_.hidden_dropout, layer);
+    return add(p + ".mlp.residual", {x1, o}, layer);
+  }
+
+  int gpt2_head(int x) {
+    const int head = static_cast<int>(m_.num_layers);
+    g_.inputs.lm_labels = input("lm_labels", {M_});
+    int xf = layernorm("transformer.ln_f", x, M_, head);
+    tp_enter_parallel_region(xf);
+    OpAttrs dec;
+    dec.gemm.m = M_;
+    dec.gemm.n = vocab_;
+    dec.gemm.k = H_;
+    dec.gemm.trans_b = true;
+    int logits = emit1(OpKind::gemm, "lm_head", head, {xf, word_table_}, {M_, vocab_}, dec);
+    return cross_entropy("lm_head.loss", logits, g_.inputs.lm_labels, M_, vocab_, tp_ == 1 ? m_.vocab_size : 0, head);
+  }
+
+  BuildContext ctx_;
+  TaskGraph& g_;
+  const ModelSpec& m_;
+  const Recipe& r_;
+  int64_t tp_ = 1, B_ = 0, S_ = 0, M_ = 0, H_ = 0, heads_ = 0, d_ = 0, ffn_ = 0, vocab_ = 0;
+  int word_table_ = -1;
+  uint64_t rng_streams_ = 0;
+  std::set<int> tp_grad_reduce_;
+};
+
+void check_recipe_fits_model(const ModelSpec& m, const Recipe& r) {
+  validate_recipe(r);
+  if (r.seq_len > m.max_position_embeddings)
+    throw InputError(fmt::format("seq-len {} exceeds the model's {} position embeddings ({})", r.seq_len,
+                                 m.max_position_embeddings, m.name));
+  auto divisible = [&](int64_t value, const char* what) {
+    if (value % r.tensor_parallel != 0)
+      throw InputError(fmt::format("tensor-parallel size {} must divide the model's {} ({})", r.tensor_parallel,
+                                   what, value));
+  };
+  divisible(m.num_heads, "number of heads");
+  divisible(m.intermediate_size, "FFN width");
+  divisible(m.padded_vocab_size(), "padded vocabulary");
+  if (m.family == ModelFamily::bert && r.max_predictions_per_seq() > r.seq_len)
+    throw InputError(fmt::format("max-predictions {} exceeds seq-len {}", r.max_predictions_per_seq(), r.seq_len));
+}
+
+// DDP/Apex-style buckets: parameters join the current bucket in the order their gradients become final
+// (their last writer in backward); a bucket closes at `bucket_bytes`. One all-reduce per bucket (dp > 1),
+// then the global norm (clipping) and one optimizer update per bucket.
+void append_step_tail(BuildContext& ctx, const Recipe& r) {
+  TaskGraph& g = ctx.graph;
+  std::vector<std::pair<int, int>> ready;  // (last writer op, param index)
+  for (size_t p = 0; p < g.params.size(); ++p)
+    ready.emplace_back(g.tensor(g.params[p].gradient).producer, static_cast<int>(p));
+  std::stable_sort(ready.begin(), ready.end());
+
+  std::vector<std::vector<int>> buckets(1);
+  double bucket_bytes = 0;
+  for (auto [writer, p] : ready) {
+    (void)writer;
+    buckets.back().push_back(p);
+    bucket_bytes += static_cast<double>(g.tensor(g.params[static_cast<size_t>(p)].gradient).bytes());
+    if (bucket_bytes >= r.bucket_bytes) {
+      buckets.emplace_back();
+      bucket_bytes = 0;
+    }
+  }
+  if (buckets.back().empty()) buckets.pop_back();
+
+  auto grads_of = [&](const std::vector<int>& bucket) {
+    std::vector<int> grads;
+    for (int p : bucket) grads.push_back(g.params[static_cast<size_t>(p)].gradient);
+    return grads;
+  };
+  if (r.data_parallel > 1) {
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      std::vector<int> grads = grads_of(buckets[b]);
+      OpAttrs a;
+      a.comm.group = CommGroup::data_parallel;
+      a.comm.group_size = r.data_parallel;
+      a.comm.bucket = static_cast<int>(b);
+      for (int t : grads) a.comm.bytes += static_cast<double>(g.tensor(t).bytes());
+      a.params = buckets[b];
+      ctx.emit(OpKind::all_reduce, fmt::format("grad_bucket{}.all_reduce", b), Phase::communication, -1, grads, grads, a);
+    }
+  }
+  int norm = -1;
+  bool needs_global_norm = r.gradient_clipping && r.optimizer != OptimizerKind::sgd;
+  if (needs_global_norm) {
+    std::vector<int> all;
+    for (const auto& p : g.params) all.push_back(p.gradient);
+    norm = ctx.new_tensor("grad_global_norm", {1}, DType::f32, TensorRole::workspace, -1);
+    ctx.emit(OpKind::grad_norm, "grad_global_norm", Phase::optimizer, -1, all, {norm});
+  }
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    std::vector<int> inputs;
+    if (norm >= 0) inputs.push_back(norm);
+    std::vector<int> outputs;
+    for (int p : buckets[b]) {
+      const Parameter& param = g.params[static_cast<size_t>(p)];
+      inputs.push_back(param.gradient);
+      outputs.push_back(param.weight);
+      if (param.master >= 0) outputs.push_back(param.master);
+      for (int s : param.optimizer_states) outputs.push_back(s);
+    }
+    OpAttrs a;
+    a.params = buckets[b];
+    ctx.emit(OpKind::optimizer_update, fmt::format("grad_bucket{}.{}", b, to_string(r.optimizer)), Phase::optimizer, -1,
+             inputs, outputs, a);
+  }
+}
+
+}  // namespace
+
+TaskGraph build_task_graph(const ModelSpec& model, const Recipe& recipe) {
+  check_recipe_fits_model(model, recipe);
+  TaskGraph g;
+  g.model = model;
+  g.recipe = recipe;
+  g.micro_steps = recipe.grad_accum;
+  ForwardBuilder forward(g, model, recipe);
+  BackwardOptions options = forward.build();
+  BuildContext ctx{g, activation_dtype(recipe.precision)};
+  append_backward(ctx, options);
+  append_step_tail(ctx, recipe);
+  return g;
+}
+
+}  // namespace ptsim::models

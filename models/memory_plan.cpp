@@ -1,1 +1,116 @@
-// models/memory_plan.cpp — in progress
+// models/memory_plan.cpp — liveness over the op order and first-fit placement in one arena.
+#include "models/memory_plan.hpp"
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+
+namespace ptsim::models {
+namespace {
+
+int64_t aligned(int64_t bytes) { return (bytes + kArenaAlignmentBytes - 1) / kArenaAlignmentBytes * kArenaAlignmentBytes; }
+
+// Free-list allocator over [0, ∞): first fit, coalescing on free. Tracks the high-water mark.
+class Arena {
+ public:
+  int64_t allocate(int64_t size) {
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->second < size) continue;
+      int64_t offset = it->first;
+      int64_t remaining = it->second - size;
+      free_.erase(it);
+      if (remaining > 0) free_[offset + size] = remaining;
+      return offset;
+    }
+    // Grow at the end (merging with a trailing free block).
+    int64_t offset = high_water_;
+    if (!free_.empty()) {
+      auto last = std::prev(free_.end());
+      if (last->first + last->second == high_water_) {
+        offset = last->first;
+        free_.erase(last);
+      }
+    }
+    high_water_ = std::max(high_water_, offset + size);
+    return offset;
+  }
+  void release(int64_t offset, int64_t size) {
+    auto [it, inserted] = free_.emplace(offset, size);
+    (void)inserted;
+    auto next = std::next(it);
+    if (next != free_.end() && it->first + it->second == next->first) {
+      it->second += next->second;
+      free_.erase(next);
+    }
+    if (it != free_.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first + prev->second == it->first) {
+        prev->second += it->second;
+        free_.erase(it);
+      }
+    }
+  }
+  int64_t high_water() const { return high_water_; }
+
+ private:
+  std::map<int64_t, int64_t> free_;  // offset → size
+  int64_t high_water_ = 0;
+};
+
+}  // namespace
+
+MemoryPlan plan_memory(const TaskGraph& g, double workspace_bytes) {
+  MemoryPlan plan;
+  plan.workspace_bytes = workspace_bytes;
+  const size_t n = g.tensors.size();
+  plan.offset.assign(n, -1);
+  plan.last_use.assign(n, -1);
+  for (const Op& op : g.ops)
+    for (int t : op.inputs) plan.last_use[static_cast<size_t>(t)] = std::max(plan.last_use[static_cast<size_t>(t)], op.id);
+
+  for (const Tensor& t : g.tensors) {
+    double bytes = static_cast<double>(t.bytes());
+    switch (t.role) {
+      case TensorRole::weight: plan.weights_bytes += bytes; break;
+      case TensorRole::master_weight: plan.master_weights_bytes += bytes; break;
+      case TensorRole::gradient: plan.gradients_bytes += bytes; break;
+      case TensorRole::optimizer_state: plan.optimizer_state_bytes += bytes; break;
+      case TensorRole::input: plan.inputs_bytes += bytes; break;
+      default: break;
+    }
+  }
+
+  // Walk ops in order: allocate outputs, then free tensors whose last reader is this op.
+  // Activations never read (e.g. an unused mean) die right after their producer.
+  std::vector<std::vector<int>> dying(g.ops.size());
+  for (const Tensor& t : g.tensors) {
+    if (t.role != TensorRole::activation && t.role != TensorRole::workspace) continue;
+    if (t.producer < 0) continue;
+    int death = std::max(plan.last_use[static_cast<size_t>(t.id)], t.producer);
+    dying[static_cast<size_t>(death)].push_back(t.id);
+  }
+  Arena arena;
+  int64_t live = 0;
+  for (const Op& op : g.ops) {
+    for (int t : op.outputs) {
+      const Tensor& tensor = g.tensor(t);
+      if (tensor.role != TensorRole::activation && tensor.role != TensorRole::workspace) continue;
+      int64_t size = aligned(tensor.bytes());
+      plan.offset[static_cast<size_t>(t)] = arena.allocate(size);
+      live += size;
+    }
+    if (static_cast<double>(live) > plan.activations_live_peak_bytes) {
+      plan.activations_live_peak_bytes = static_cast<double>(live);
+      plan.peak_op = op.id;
+    }
+    for (int t : dying[static_cast<size_t>(op.id)]) {
+      int64_t size = aligned(g.tensor(t).bytes());
+      arena.release(plan.offset[static_cast<size_t>(t)], size);
+      live -= size;
+    }
+  }
+  plan.activations_peak_bytes = static_cast<double>(arena.high_water());
+  return plan;
+}
+
+}  // namespace ptsim::models

@@ -1,1 +1,135 @@
-// models/model_spec.cpp — in progress
+// models/model_spec.cpp — load model specs: ptsim's own JSON (strict) or a HuggingFace config.json.
+#include "models/model_spec.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/json_reader.hpp"
+
+namespace ptsim::models {
+namespace fs = std::filesystem;
+using core::InputError;
+using core::Json;
+using core::JsonReader;
+
+const char* to_string(ModelFamily family) { return family == ModelFamily::bert ? "bert" : "gpt2"; }
+
+std::string models_directory() {
+  if (const char* root = std::getenv("PTSIM_ROOT"); root && *root) return std::string(root) + "/models";
+  return std::string(PTSIM_SOURCE_DIR) + "/models";
+}
+
+std::vector<std::string> builtin_model_names() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(models_directory(), ec))
+    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+namespace {
+
+void check_consistency(const ModelSpec& m, const std::string& source) {
+  if (m.hidden_size % m.num_heads != 0)
+    throw InputError(fmt::format("{}: hidden size {} is not divisible by the number of heads {} (expected hidden = heads × head_dim)",
+                                 source, m.hidden_size, m.num_heads));
+  if (m.hidden_dropout < 0 || m.hidden_dropout >= 1 || m.attention_dropout < 0 || m.attention_dropout >= 1)
+    throw InputError(fmt::format("{}: dropout probabilities must be in [0, 1)", source));
+}
+
+// ptsim's own format: every field known, unknown ones rejected (docs/json-formats.md).
+ModelSpec parse_ptsim_model(JsonReader& r) {
+  ModelSpec m;
+  m.name = r.require_string("name");
+  m.family = r.require_enum("family", {"bert", "gpt2"}) == "bert" ? ModelFamily::bert : ModelFamily::gpt2;
+  m.num_layers = r.require_positive_int("num_layers");
+  m.hidden_size = r.require_positive_int("hidden_size");
+  m.num_heads = r.require_positive_int("num_heads");
+  m.intermediate_size = r.get_positive_int("intermediate_size", 4 * m.hidden_size);
+  m.vocab_size = r.require_positive_int("vocab_size");
+  m.vocab_pad_multiple = r.get_positive_int("vocab_pad_multiple", 8);
+  m.max_position_embeddings = r.get_positive_int("max_position_embeddings", 512);
+  m.type_vocab_size = r.get_int("type_vocab_size", m.family == ModelFamily::bert ? 2 : 0);
+  if (m.type_vocab_size < 0) r.fail("type_vocab_size", "a non-negative integer");
+  m.layer_norm_eps = r.get_positive("layer_norm_eps", m.family == ModelFamily::bert ? 1e-12 : 1e-5);
+  m.hidden_dropout = r.get_non_negative("hidden_dropout", 0.1);
+  m.attention_dropout = r.get_non_negative("attention_dropout", 0.1);
+  m.source = r.get_string("source", "");
+  r.finish();
+  return m;
+}
+
+// HuggingFace config.json: many keys we do not need, so unknown keys are allowed here.
+ModelSpec parse_hf_config(JsonReader& r, const std::string& source) {
+  const std::string model_type = r.require_string("model_type");
+  ModelSpec m;
+  m.name = fs::path(source).parent_path().filename().string();
+  if (m.name.empty()) m.name = model_type;
+  m.source = "HuggingFace config.json: " + source;
+  if (model_type == "bert") {
+    m.family = ModelFamily::bert;
+    m.num_layers = r.require_positive_int("num_hidden_layers");
+    m.hidden_size = r.require_positive_int("hidden_size");
+    m.num_heads = r.require_positive_int("num_attention_heads");
+    m.intermediate_size = r.get_positive_int("intermediate_size", 4 * m.hidden_size);
+    m.vocab_size = r.require_positive_int("vocab_size");
+    m.max_position_embeddings = r.get_positive_int("max_position_embeddings", 512);
+    m.type_vocab_size = r.get_positive_int("type_vocab_size", 2);
+    m.layer_norm_eps = r.get_positive("layer_norm_eps", 1e-12);
+    m.hidden_dropout = r.get_non_negative("hidden_dropout_prob", 0.1);
+    m.attention_dropout = r.get_non_negative("attention_probs_dropout_prob", 0.1);
+    if (r.has("hidden_act") && r.require_string("hidden_act") != "gelu")
+      r.fail("hidden_act", "\"gelu\" (the only BERT activation ptsim builds)");
+  } else if (model_type == "gpt2") {
+    m.family = ModelFamily::gpt2;
+    m.num_layers = r.require_positive_int("n_layer");
+    m.hidden_size = r.require_positive_int("n_embd");
+    m.num_heads = r.require_positive_int("n_head");
+    m.intermediate_size = 4 * m.hidden_size;
+    if (r.has("n_inner") && !r.raw("n_inner").is_null()) m.intermediate_size = r.require_positive_int("n_inner");
+    m.vocab_size = r.require_positive_int("vocab_size");
+    m.vocab_pad_multiple = 128;
+    m.max_position_embeddings = r.get_positive_int("n_positions", 1024);
+    m.type_vocab_size = 0;
+    m.layer_norm_eps = r.get_positive("layer_norm_epsilon", 1e-5);
+    m.hidden_dropout = r.get_non_negative("resid_pdrop", 0.1);
+    m.attention_dropout = r.get_non_negative("attn_pdrop", 0.1);
+  } else {
+    r.fail("model_type", fmt::format("\"bert\" or \"gpt2\" (got \"{}\")", model_type));
+  }
+  return m;
+}
+
+}  // namespace
+
+ModelSpec parse_model_json(const std::string& source, const std::string& text) {
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    throw InputError(fmt::format("{}: not valid JSON: {}", source, e.what()));
+  }
+  JsonReader r(j, source);
+  ModelSpec m = r.has("model_type") ? parse_hf_config(r, source) : parse_ptsim_model(r);
+  check_consistency(m, source);
+  return m;
+}
+
+ModelSpec load_model(const std::string& name_or_path) {
+  std::string path = name_or_path;
+  if (!fs::exists(path)) {
+    path = models_directory() + "/" + name_or_path + ".json";
+    if (!fs::exists(path))
+      throw InputError(fmt::format("unknown model '{}': not a file and not a built-in model (expected one of: {}, "
+                                   "or a path to a model JSON / HuggingFace config.json)",
+                                   name_or_path, fmt::join(builtin_model_names(), ", ")));
+  }
+  Json j = core::load_json_file(path);
+  return parse_model_json(path, j.dump());
+}
+
+}  // namespace ptsim::models

@@ -161,11 +161,14 @@ struct TaskGraph {
   DependencyGraph deps;             // vertex = op id; edge u→v: v needs u (data or ordering)
   int loss_tensor = -1;             // scalar training loss of one micro-step
   int64_t micro_steps = 1;          // = recipe.grad_accum
+  // Builder bookkeeping: ops that read a persistent tensor since its last write (write-after-read edges).
+  std::map<int, std::vector<int>> readers_since_write;
 
   // Named inputs the data pipeline fills each micro-step (tensor ids; -1 when absent).
   struct Inputs {
     int input_ids = -1, token_type_ids = -1, position_ids = -1, attention_mask = -1;
     int masked_positions = -1, masked_labels = -1, cls_positions = -1, nsp_labels = -1, lm_labels = -1;
+    int loss_grad = -1;  // [1] f32: dLoss/dloss of one micro-step (1/micro_steps × loss scale)
   } inputs;
 
   int add_tensor(Tensor t);         // assigns the id

@@ -1,0 +1,256 @@
+// models/autodiff.cpp — backward ops from per-op-kind gradient rules (a small reverse-mode autodiff
+// over the forward ops). Activation gradients are SSA tensors summed with `add` ops when a tensor has
+// several consumers; parameter gradients accumulate (+=) into the parameter's gradient tensor.
+// With recomputation, each layer's forward ops are re-emitted (phase recompute) right before that layer's
+// backward, and the rules read the recomputed tensors, so the originals die after the forward pass.
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "models/build_context.hpp"
+
+namespace ptsim::models {
+namespace {
+
+class Autodiff {
+ public:
+  Autodiff(BuildContext& ctx, const BackwardOptions& o) : ctx_(ctx), g_(ctx.graph), o_(o) {}
+
+  void run() {
+    std::vector<int> forward_ops;
+    for (const Op& op : g_.ops)
+      if (op.phase == Phase::forward) forward_ops.push_back(op.id);
+    mark_requires_grad(forward_ops);
+    grad_[o_.loss] = o_.loss_grad;
+
+    int current_layer = -2;
+    for (auto it = forward_ops.rbegin(); it != forward_ops.rend(); ++it) {
+      Op op = g_.op(*it);  // copy: g_.ops grows while we emit
+      if (o_.recompute && op.layer != current_layer && op.layer >= 0 && op.layer < g_.model.num_layers)
+        recompute_layer(forward_ops, op.layer);
+      current_layer = op.layer;
+      backward_of(op);
+    }
+  }
+
+ private:
+  // ---- which tensors need gradients ----
+  static std::vector<size_t> differentiable_inputs(const Op& op) {
+    switch (op.kind) {
+      case OpKind::embedding: return {0};
+      case OpKind::gemm: return op.attrs.gemm.has_bias ? std::vector<size_t>{0, 1, 2} : std::vector<size_t>{0, 1};
+      case OpKind::batched_gemm: return {0, 1};
+      case OpKind::layernorm: return {0, 1, 2};
+      case OpKind::softmax: return {0};
+      case OpKind::gather_rows: return {0};
+      case OpKind::cross_entropy: return {0};
+      case OpKind::add: {
+        std::vector<size_t> all;
+        for (size_t i = 0; i < op.inputs.size(); ++i) all.push_back(i);
+        return all;
+      }
+      default: return {0};  // dropout, gelu, tanh, split/merge heads, all_reduce
+    }
+  }
+
+  void mark_requires_grad(const std::vector<int>& forward_ops) {
+    for (const Tensor& t : g_.tensors)
+      if (t.role == TensorRole::weight) requires_grad_.insert(t.id);
+    for (int id : forward_ops) {
+      const Op& op = g_.op(id);
+      bool any = false;
+      for (size_t i : differentiable_inputs(op)) any = any || requires_grad_.count(op.inputs[i]);
+      if (any) requires_grad_.insert(op.outputs[0]);  // the first output is the differentiable one
+    }
+  }
+
+  // ---- recomputation ----
+  void recompute_layer(const std::vector<int>& forward_ops, int layer) {
+    for (int id : forward_ops)
+      if (g_.op(id).layer == layer) clone_op(g_.op(id));  // incl. TP all-reduces, as Megatron recomputes them
+  }
+
+  void clone_op(const Op original_ref) {
+    const Op& original = original_ref;
+    std::vector<int> outputs;
+    for (int t : original.outputs) {
+      Tensor copy = g_.tensor(t);
+      copy.name += ".recompute";
+      copy.producer = -1;
+      copy.id = -1;
+      int id = g_.add_tensor(copy);
+      remap_[t] = id;
+      outputs.push_back(id);
+    }
+    ctx_.emit(original.kind, original.name + ".recompute", Phase::recompute, original.layer, remapped(original.inputs),
+              outputs, original.attrs);
+  }
+
+  std::vector<int> remapped(const std::vector<int>& ids) const {
+    std::vector<int> out;
+    for (int t : ids) {
+      auto it = remap_.find(t);
+      out.push_back(it == remap_.end() ? t : it->second);
+    }
+    return out;
+  }
+
+  // ---- gradient bookkeeping ----
+  bool is_param(int t) const { return g_.tensor(t).role == TensorRole::weight; }
+  int param_grad(int t) const { return g_.params[static_cast<size_t>(g_.tensor(t).param_index)].gradient; }
+
+  // A fresh activation-gradient tensor shaped like `t`.
+  int new_grad(int t) {
+    const Tensor& like = g_.tensor(t);
+    DType dtype = like.dtype == DType::f32 && like.shape == std::vector<int64_t>{1} ? DType::f32 : ctx_.act_dtype;
+    return ctx_.activation("grad." + like.name, like.shape, like.layer, dtype);
+  }
+
+  void add_grad(int t, int g, int layer) {
+    auto it = grad_.find(t);
+    if (it == grad_.end()) {
+      grad_[t] = g;
+      return;
+    }
+    int sum = new_grad(t);
+    ctx_.emit(OpKind::add, "grad." + g_.tensor(t).name + ".sum", Phase::backward, layer, {it->second, g}, {sum});
+    it->second = sum;
+  }
+
+  int emit(OpKind kind, const std::string& name, int layer, std::vector<int> in, std::vector<int> out,
+           const OpAttrs& attrs) {
+    return ctx_.emit(kind, name + ".bwd", Phase::backward, layer, std::move(in), std::move(out), attrs);
+  }
+
+  bool wants(const Op& op, size_t input) const { return requires_grad_.count(op.inputs[input]) > 0; }
+
+  // Gradient of input `i` of `op` through a gemm: either accumulate into a parameter gradient or a new tensor.
+  void gemm_operand_grad(const Op& op, const Op& live, size_t i, int dC, const std::string& what) {
+    if (!wants(op, i)) return;
+    const GemmAttrs& f = op.attrs.gemm;
+    OpAttrs a;
+    a.gemm.batch = f.batch;
+    a.gemm.alpha = f.alpha;
+    int A = live.inputs[0], B = live.inputs[1];
+    std::vector<int> in;
+    if (i == 0) {
+      if (!f.trans_a) {  // dA [m,k] = dC [m,n] · op(B)^T
+        a.gemm.m = f.m, a.gemm.n = f.k, a.gemm.k = f.n;
+        a.gemm.trans_b = !f.trans_b;
+        in = {dC, B};
+      } else {  // dA stored [k,m] = op(B) · dC^T
+        a.gemm.m = f.k, a.gemm.n = f.m, a.gemm.k = f.n;
+        a.gemm.trans_a = f.trans_b;
+        a.gemm.trans_b = true;
+        in = {B, dC};
+      }
+    } else {
+      if (!f.trans_b) {  // dB [k,n] = op(A)^T · dC
+        a.gemm.m = f.k, a.gemm.n = f.n, a.gemm.k = f.m;
+        a.gemm.trans_a = !f.trans_a;
+        in = {A, dC};
+      } else {  // dB stored [n,k] = dC^T · op(A)
+        a.gemm.m = f.n, a.gemm.n = f.k, a.gemm.k = f.m;
+        a.gemm.trans_a = true;
+        a.gemm.trans_b = f.trans_a;
+        in = {dC, A};
+      }
+    }
+    int target = op.inputs[i];
+    if (is_param(target)) {
+      a.gemm.accumulate = true;
+      emit(op.kind, op.name + "." + what, op.layer, in, {param_grad(target)}, a);
+    } else {
+      int g = new_grad(target);
+      emit(op.kind, op.name + "." + what, op.layer, in, {g}, a);
+      add_grad(target, g, op.layer);
+    }
+  }
+
+  // Single-input elementwise rule: dx = kind(dy, saved...) into a new gradient of input 0.
+  void unary(const Op& op, OpKind kind, std::vector<int> inputs) {
+    if (!wants(op, 0)) return;
+    int g = new_grad(op.inputs[0]);
+    emit(kind, op.name, op.layer, std::move(inputs), {g}, op.attrs);
+    add_grad(op.inputs[0], g, op.layer);
+  }
+
+  // ---- the rules ----
+  void backward_of(const Op& op) {
+    auto found = grad_.find(op.outputs[0]);
+    if (found == grad_.end()) return;  // output does not influence the loss
+    int dy = found->second;
+    if (o_.tp_grad_reduce.count(op.outputs[0]) && o_.tensor_parallel > 1) {
+      // Megatron "f": the gradient entering the tensor-parallel region is summed over the TP group.
+      OpAttrs a;
+      a.comm.group = CommGroup::tensor_parallel;
+      a.comm.group_size = o_.tensor_parallel;
+      a.comm.bytes = static_cast<double>(g_.tensor(dy).bytes());
+      int reduced = new_grad(op.outputs[0]);
+      emit(OpKind::all_reduce, g_.tensor(op.outputs[0]).name + ".tp_grad_all_reduce", op.layer, {dy}, {reduced}, a);
+      dy = reduced;
+    }
+    Op live = op;  // the tensors to read: recomputed copies where they exist
+    live.inputs = remapped(op.inputs);
+    live.outputs = remapped(op.outputs);
+
+    switch (op.kind) {
+      case OpKind::gemm:
+      case OpKind::batched_gemm:
+        gemm_operand_grad(op, live, 0, dy, "dA");
+        gemm_operand_grad(op, live, 1, dy, "dB");
+        if (op.attrs.gemm.has_bias && wants(op, 2)) {
+          OpAttrs a;
+          a.rows = op.attrs.gemm.m;
+          a.cols = op.attrs.gemm.n;
+          emit(OpKind::bias_grad, op.name + ".dbias", op.layer, {dy}, {param_grad(op.inputs[2])}, a);
+        }
+        break;
+      case OpKind::embedding:
+        emit(OpKind::embedding_backward, op.name, op.layer, {dy, live.inputs[1]}, {param_grad(op.inputs[0])}, op.attrs);
+        break;
+      case OpKind::add:
+        for (size_t i = 0; i < op.inputs.size(); ++i)
+          if (wants(op, i)) add_grad(op.inputs[i], dy, op.layer);
+        break;
+      case OpKind::layernorm: {
+        int dx = new_grad(op.inputs[0]);
+        emit(OpKind::layernorm_backward, op.name, op.layer,
+             {dy, live.inputs[0], live.inputs[1], live.outputs[1], live.outputs[2]},
+             {dx, param_grad(op.inputs[1]), param_grad(op.inputs[2])}, op.attrs);
+        add_grad(op.inputs[0], dx, op.layer);
+        break;
+      }
+      case OpKind::softmax: unary(op, OpKind::softmax_backward, {dy, live.outputs[0]}); break;
+      case OpKind::dropout: unary(op, OpKind::dropout_backward, {dy, live.outputs[1]}); break;
+      case OpKind::gelu: unary(op, OpKind::gelu_backward, {dy, live.inputs[0]}); break;
+      case OpKind::tanh: unary(op, OpKind::tanh_backward, {dy, live.outputs[0]}); break;
+      case OpKind::split_heads: unary(op, OpKind::merge_heads, {dy}); break;
+      case OpKind::merge_heads: unary(op, OpKind::split_heads, {dy}); break;
+      case OpKind::gather_rows: unary(op, OpKind::gather_rows_backward, {dy, live.inputs[1]}); break;
+      case OpKind::cross_entropy:
+        unary(op, OpKind::cross_entropy_backward, {dy, live.inputs[0], live.inputs[1], live.outputs[1]});
+        break;
+      case OpKind::all_reduce:  // Megatron "g": all-reduce forward, identity backward
+        if (wants(op, 0)) add_grad(op.inputs[0], dy, op.layer);
+        break;
+      default:
+        throw std::logic_error(fmt::format("no gradient rule for op kind {}", to_string(op.kind)));
+    }
+  }
+
+  BuildContext& ctx_;
+  TaskGraph& g_;
+  const BackwardOptions& o_;
+  std::set<int> requires_grad_;
+  std::map<int, int> grad_;   // forward tensor id → its (current, complete once all consumers ran) gradient
+  std::map<int, int> remap_;  // forward tensor id → recomputed copy
+};
+
+}  // namespace
+
+void append_backward(BuildContext& ctx, const BackwardOptions& options) { Autodiff(ctx, options).run(); }
+
+}  // namespace ptsim::models

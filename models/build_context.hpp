@@ -1,0 +1,46 @@
+// models/build_context.hpp — shared helpers for the forward builder and the autodiff pass (internal).
+#pragma once
+#include <set>
+#include <string>
+#include <vector>
+
+#include "models/task_graph.hpp"
+
+namespace ptsim::models {
+
+struct BuildContext {
+  TaskGraph& graph;
+  DType act_dtype;
+
+  int new_tensor(const std::string& name, std::vector<int64_t> shape, DType dtype, TensorRole role, int layer) {
+    Tensor t;
+    t.name = name;
+    t.shape = std::move(shape);
+    t.dtype = dtype;
+    t.role = role;
+    t.layer = layer;
+    return graph.add_tensor(std::move(t));
+  }
+  int activation(const std::string& name, std::vector<int64_t> shape, int layer) {
+    return new_tensor(name, std::move(shape), act_dtype, TensorRole::activation, layer);
+  }
+  int activation(const std::string& name, std::vector<int64_t> shape, int layer, DType dtype) {
+    return new_tensor(name, std::move(shape), dtype, TensorRole::activation, layer);
+  }
+  // Adds an op with its cost computed from kind, attrs and tensors. Returns the op id.
+  int emit(OpKind kind, const std::string& name, Phase phase, int layer, std::vector<int> inputs,
+           std::vector<int> outputs, OpAttrs attrs = {});
+};
+
+struct BackwardOptions {
+  int loss = -1;                 // scalar loss tensor
+  int loss_grad = -1;            // input tensor holding dLoss (1/micro_steps, × loss scale)
+  bool recompute = false;        // re-run each layer's forward before its backward
+  std::set<int> tp_grad_reduce;  // activations whose gradient is all-reduced over the tensor-parallel group
+  int64_t tensor_parallel = 1;
+};
+
+// Appends backward ops for every forward op, in reverse, from per-op-kind gradient rules.
+void append_backward(BuildContext& ctx, const BackwardOptions& options);
+
+}  // namespace ptsim::models

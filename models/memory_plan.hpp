@@ -1,0 +1,40 @@
+// models/memory_plan.hpp — one memory plan for a TaskGraph, from tensor liveness.
+// Persistent tensors (weights, master weights, gradients, optimizer state) live for the whole run;
+// activations live from their producing op to their last consumer within a micro-step, and get an
+// offset in one activation arena (first-fit, 256-byte aligned). The simulator uses the totals; the
+// runtime allocates exactly these offsets, so the plan's peak is what is really allocated.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/task_graph.hpp"
+
+namespace ptsim::models {
+
+struct MemoryPlan {
+  double weights_bytes = 0;
+  double master_weights_bytes = 0;
+  double gradients_bytes = 0;
+  double optimizer_state_bytes = 0;
+  double inputs_bytes = 0;
+  double activations_peak_bytes = 0;  // the activation arena's size (max offset + size)
+  double activations_live_peak_bytes = 0;  // max bytes simultaneously live (lower bound of the arena)
+  int peak_op = -1;                   // op at which live activations peak
+  double workspace_bytes = 0;         // fixed scratch (GEMM workspace, norms)
+  std::vector<int64_t> offset;        // per tensor id: arena offset for activations/workspace, -1 otherwise
+  std::vector<int> last_use;          // per tensor id: last op reading it (-1 if none)
+
+  double persistent_bytes() const {
+    return weights_bytes + master_weights_bytes + gradients_bytes + optimizer_state_bytes;
+  }
+  double total_bytes() const { return persistent_bytes() + inputs_bytes + activations_peak_bytes + workspace_bytes; }
+};
+
+// Default GEMM workspace reserved per device (cuBLAS/cuBLASLt recommend 32 MiB on Hopper; 4 MiB before).
+constexpr double kDefaultWorkspaceBytes = 32.0 * 1024 * 1024;
+constexpr int64_t kArenaAlignmentBytes = 256;
+
+MemoryPlan plan_memory(const TaskGraph& graph, double workspace_bytes = kDefaultWorkspaceBytes);
+
+}  // namespace ptsim::models

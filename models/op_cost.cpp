@@ -1,0 +1,130 @@
+// models/op_cost.cpp — FLOPs and bytes moved per op, from its kind, attributes and tensors.
+// FLOP conventions (docs/taskgraph.md): a multiply-add is 2 FLOPs; elementwise costs are nominal
+// (these ops are memory-bound, so their bytes, not FLOPs, set their time in the compute model).
+#include <algorithm>
+
+#include "models/build_context.hpp"
+#include "models/builder.hpp"
+
+namespace ptsim::models {
+namespace {
+
+double tensor_bytes(const TaskGraph& g, int t) { return static_cast<double>(g.tensor(t).bytes()); }
+double tensor_elements(const TaskGraph& g, int t) { return static_cast<double>(g.tensor(t).elements()); }
+
+// Nominal FLOPs per output element of elementwise/normalisation ops.
+double elementwise_flops_per_element(OpKind kind) {
+  switch (kind) {
+    case OpKind::add: return 1;
+    case OpKind::dropout: return 2;           // compare + scale
+    case OpKind::dropout_backward: return 2;
+    case OpKind::gelu: return 10;             // erf/tanh polynomial
+    case OpKind::gelu_backward: return 14;
+    case OpKind::tanh: return 6;
+    case OpKind::tanh_backward: return 3;
+    case OpKind::layernorm: return 8;         // mean, variance, normalise, scale, shift
+    case OpKind::layernorm_backward: return 14;
+    case OpKind::softmax: return 5;           // max, exp, sum, divide (+ mask/scale)
+    case OpKind::softmax_backward: return 4;
+    case OpKind::cross_entropy: return 4;
+    case OpKind::cross_entropy_backward: return 3;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+void assign_op_cost(const TaskGraph& g, Op& op) {
+  double read = 0, written = 0, flops = 0;
+  for (int t : op.inputs) read += tensor_bytes(g, t);
+  for (int t : op.outputs) written += tensor_bytes(g, t);
+  const GemmAttrs& gm = op.attrs.gemm;
+  switch (op.kind) {
+    case OpKind::gemm:
+    case OpKind::batched_gemm: {
+      double batch = op.kind == OpKind::batched_gemm ? static_cast<double>(gm.batch) : 1.0;
+      flops = 2.0 * batch * gm.m * gm.n * gm.k;
+      if (gm.has_bias) flops += batch * gm.m * gm.n;
+      if (gm.accumulate) {
+        flops += batch * gm.m * gm.n;
+        read += written;  // C is read and written
+      }
+      break;
+    }
+    case OpKind::embedding: {
+      // Only the looked-up rows of the table are read.
+      const Tensor& out = g.tensor(op.outputs[0]);
+      read = tensor_bytes(g, op.inputs[1]) + static_cast<double>(out.bytes());
+      break;
+    }
+    case OpKind::embedding_backward: {
+      // Scatter-add of M rows into the table gradient: read dy, ids and the touched rows, write them.
+      double rows_bytes = tensor_bytes(g, op.inputs[0]);
+      read = rows_bytes + tensor_bytes(g, op.inputs[1]) + rows_bytes;
+      written = rows_bytes;
+      flops = tensor_elements(g, op.inputs[0]);
+      break;
+    }
+    case OpKind::gather_rows: break;
+    case OpKind::gather_rows_backward: break;
+    case OpKind::bias_grad:
+      flops = tensor_elements(g, op.inputs[0]);
+      read += written;
+      break;
+    case OpKind::split_heads:
+    case OpKind::merge_heads: break;
+    case OpKind::all_reduce:
+    case OpKind::reduce_scatter:
+    case OpKind::all_gather:
+    case OpKind::send:
+    case OpKind::recv:
+      read = op.attrs.comm.bytes;
+      written = op.attrs.comm.bytes;
+      flops = op.kind == OpKind::all_reduce || op.kind == OpKind::reduce_scatter
+                  ? op.attrs.comm.bytes / dtype_bytes(op.dtype)
+                  : 0;
+      break;
+    case OpKind::grad_norm:
+      for (int t : op.inputs) flops += 2 * tensor_elements(g, t);
+      break;
+    case OpKind::optimizer_update: {
+      // Per element: read gradient, weight, master, states; write weight, master, states.
+      // ~12 FLOPs per element for Adam-style updates (moments, bias correction, sqrt, divide, decay) plus
+      // 4 for the per-tensor norms of LAMB/LANS trust ratios.
+      double elements = 0;
+      for (int p : op.attrs.params) elements += static_cast<double>(g.params[static_cast<size_t>(p)].elements);
+      flops = 16 * elements;
+      read += written;  // outputs (weights, masters, states) are read-modify-write
+      break;
+    }
+    default: {
+      // Largest operand: the output for most ops, the logits for cross_entropy.
+      double elements = 0;
+      for (int t : op.outputs) elements = std::max(elements, tensor_elements(g, t));
+      for (int t : op.inputs) elements = std::max(elements, tensor_elements(g, t));
+      flops = elementwise_flops_per_element(op.kind) * elements;
+      if (op.kind == OpKind::layernorm_backward) read += tensor_bytes(g, op.outputs[1]) + tensor_bytes(g, op.outputs[2]);
+      break;
+    }
+  }
+  op.flops = flops;
+  op.bytes_read = read;
+  op.bytes_written = written;
+}
+
+int BuildContext::emit(OpKind kind, const std::string& name, Phase phase, int layer, std::vector<int> inputs,
+                       std::vector<int> outputs, OpAttrs attrs) {
+  Op op;
+  op.kind = kind;
+  op.name = name;
+  op.phase = phase;
+  op.layer = layer;
+  op.inputs = std::move(inputs);
+  op.outputs = std::move(outputs);
+  op.attrs = std::move(attrs);
+  op.dtype = act_dtype;
+  assign_op_cost(graph, op);
+  return graph.add_op(std::move(op));
+}
+
+}  // namespace ptsim::models
