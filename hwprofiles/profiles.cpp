@@ -1,1 +1,422 @@
-// hwprofiles/profiles.cpp — in progress
+// hwprofiles/profiles.cpp — reads and validates hwprofiles/{gpus,nodes,networks,prices}/*.json.
+// Every number in a profile is a quantity {"value", "unit", "source"}; the unit is checked against the
+// units allowed for that field and converted to SI here (bytes, bytes/s, FLOP/s, FLOP, seconds, watts),
+// so nothing downstream sees "GB/s" or "us". Format: docs/hwprofiles.md.
+// Not here: what the numbers mean for a prediction (sim/), clusters/ (read by whoever builds clusters).
+#include "hwprofiles/profiles.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <utility>
+
+#include "core/json_reader.hpp"  // defines: load_json_file, JsonReader, InputError
+
+namespace ptsim::hwprofiles {
+
+namespace {
+
+namespace fs = std::filesystem;
+using core::InputError;
+using core::Json;
+using core::JsonReader;
+using Sources = std::map<std::string, std::string>;
+
+// ---------------------------------------------------------------- quantities and units
+
+enum class Dimension { bytes, bytes_per_second, flops_per_second, flops, seconds, watts, fraction, count, usd };
+
+struct UnitScale {
+  const char* unit;
+  double to_si;  // multiply the JSON value by this to get bytes, bytes/s, FLOP/s, FLOP, s, W, USD
+};
+
+const std::vector<UnitScale>& units_of(Dimension d) {
+  static const std::vector<UnitScale> bytes = {{"bytes", 1.0}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9},
+                                               {"KiB", 1024.0}, {"MiB", 1024.0 * 1024}, {"GiB", 1024.0 * 1024 * 1024}};
+  static const std::vector<UnitScale> bytes_per_second = {{"bytes/s", 1.0}, {"MB/s", 1e6}, {"GB/s", 1e9},
+                                                          {"TB/s", 1e12}, {"Mb/s", 1e6 / 8}, {"Gb/s", 1e9 / 8}};
+  static const std::vector<UnitScale> flops_per_second = {{"FLOP/s", 1.0}, {"GFLOP/s", 1e9}, {"TFLOP/s", 1e12}};
+  static const std::vector<UnitScale> flops = {{"FLOP", 1.0}, {"MFLOP", 1e6}, {"GFLOP", 1e9}, {"TFLOP", 1e12}};
+  static const std::vector<UnitScale> seconds = {{"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
+  static const std::vector<UnitScale> watts = {{"W", 1.0}, {"kW", 1e3}};
+  static const std::vector<UnitScale> fraction = {{"fraction", 1.0}};
+  static const std::vector<UnitScale> count = {{"count", 1.0}};
+  static const std::vector<UnitScale> usd = {{"USD", 1.0}};
+  switch (d) {
+    case Dimension::bytes: return bytes;
+    case Dimension::bytes_per_second: return bytes_per_second;
+    case Dimension::flops_per_second: return flops_per_second;
+    case Dimension::flops: return flops;
+    case Dimension::seconds: return seconds;
+    case Dimension::watts: return watts;
+    case Dimension::fraction: return fraction;
+    case Dimension::count: return count;
+    case Dimension::usd: return usd;
+  }
+  return count;
+}
+
+enum class Range { positive, non_negative, fraction };  // fraction: (0, 1]
+
+// Reads {"value": x, "unit": u, "source": s} at `key`, records the source under `source_key`
+// (the dotted JSON path, e.g. "gemm.max_efficiency"), returns x converted to SI.
+double read_quantity(JsonReader& r, const std::string& key, Dimension dim, Range range, Sources& sources,
+                     const std::string& source_key) {
+  JsonReader q = r.child(key);
+  double value = 0;
+  if (dim == Dimension::count) {
+    value = static_cast<double>(q.require_positive_int("value"));
+  } else if (range == Range::positive) {
+    value = q.require_positive("value");
+  } else if (range == Range::non_negative) {
+    value = q.require_non_negative("value");
+  } else {
+    value = q.require_positive("value");
+    if (value > 1.0) q.fail("value", fmt::format("a fraction in (0, 1], got {}", value));
+  }
+  std::vector<std::string> names;
+  for (const auto& u : units_of(dim)) names.emplace_back(u.unit);
+  const std::string unit = q.require_enum("unit", names);
+  const std::string source = q.require_string("source");
+  if (source.empty())
+    q.fail("source", "a non-empty source (datasheet, paper, 'initial estimate: …' or 'assumption: …')");
+  q.finish();
+  double scale = 1.0;
+  for (const auto& u : units_of(dim))
+    if (unit == u.unit) scale = u.to_si;
+  sources[source_key] = source;
+  return value * scale;
+}
+
+double read_quantity(JsonReader& r, const std::string& key, Dimension dim, Range range, Sources& sources) {
+  return read_quantity(r, key, dim, range, sources, key);
+}
+
+int read_count(JsonReader& r, const std::string& key, Sources& sources) {
+  return static_cast<int>(read_quantity(r, key, Dimension::count, Range::positive, sources));
+}
+
+EfficiencyCurve read_curve(JsonReader& r, const std::string& key, Dimension size_dim, Sources& sources) {
+  JsonReader c = r.child(key);
+  EfficiencyCurve curve;
+  curve.max_efficiency = read_quantity(c, "max_efficiency", Dimension::fraction, Range::fraction, sources,
+                                       key + ".max_efficiency");
+  curve.half_size = read_quantity(c, "half_size", size_dim, Range::non_negative, sources, key + ".half_size");
+  c.finish();
+  return curve;
+}
+
+std::string file_stem(const std::string& path) { return fs::path(path).stem().string(); }
+
+// Profile names are file stems and CLI arguments: keep them simple to type and to grep.
+void check_profile_name(const std::string& path, const std::string& name) {
+  bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_';
+  });
+  if (!ok)
+    throw InputError(fmt::format("{}: profile name '{}' (the file name) must use only a-z, 0-9, '-', '.', '_'",
+                                 path, name));
+}
+
+std::string description_and_comment(JsonReader& r) {
+  r.get_string("comment", "");  // free text for editors, not shown
+  return r.require_string("description");
+}
+
+std::string join_names(const std::vector<std::string>& names) {
+  return names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "));
+}
+
+template <typename Map>
+std::vector<std::string> names_of(const Map& m) {
+  std::vector<std::string> names;
+  for (const auto& [name, _] : m) names.push_back(name);
+  return names;
+}
+
+// *.json files directly in `folder`, sorted; a missing folder has none.
+std::vector<std::string> json_files_in(const fs::path& folder) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec)) return files;
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- single files
+
+GpuProfile load_gpu_profile(const std::string& path) {
+  const Json json = core::load_json_file(path);
+  JsonReader r(json, path);
+  GpuProfile g;
+  g.name = file_stem(path);
+  check_profile_name(path, g.name);
+  g.description = description_and_comment(r);
+  Sources& s = g.sources;
+  g.memory_bytes = read_quantity(r, "memory", Dimension::bytes, Range::positive, s);
+  g.memory_bandwidth_bytes_per_second =
+      read_quantity(r, "memory_bandwidth", Dimension::bytes_per_second, Range::positive, s);
+  g.peak_fp32_flops = read_quantity(r, "peak_fp32", Dimension::flops_per_second, Range::positive, s);
+  // 0 = the part has no such math mode (tf32 before Ampere, bf16 before Ampere).
+  g.peak_tf32_flops = read_quantity(r, "peak_tf32", Dimension::flops_per_second, Range::non_negative, s);
+  g.peak_fp16_tensor_flops =
+      read_quantity(r, "peak_fp16_tensor", Dimension::flops_per_second, Range::non_negative, s);
+  g.peak_bf16_tensor_flops =
+      read_quantity(r, "peak_bf16_tensor", Dimension::flops_per_second, Range::non_negative, s);
+  g.sustained_clock_fraction =
+      read_quantity(r, "sustained_clock_fraction", Dimension::fraction, Range::fraction, s);
+  g.kernel_launch_seconds = read_quantity(r, "kernel_launch_overhead", Dimension::seconds, Range::non_negative, s);
+  g.memory_efficiency = read_quantity(r, "memory_efficiency", Dimension::fraction, Range::fraction, s);
+  g.gemm = read_curve(r, "gemm", Dimension::flops, s);
+  g.batched_gemm = read_curve(r, "batched_gemm", Dimension::flops, s);
+  g.memory_bound = read_curve(r, "memory_bound", Dimension::bytes, s);
+  g.reserved_memory_bytes = read_quantity(r, "reserved_memory", Dimension::bytes, Range::non_negative, s);
+  g.power_watts = read_quantity(r, "power", Dimension::watts, Range::positive, s);
+  g.pcie_generation = r.require_enum("pcie_generation", {"3.0", "4.0", "5.0"});
+  r.finish();
+  if (g.reserved_memory_bytes >= g.memory_bytes)
+    r.fail("reserved_memory", fmt::format("less than 'memory' ({} bytes), got {} bytes", g.memory_bytes,
+                                          g.reserved_memory_bytes));
+  return g;
+}
+
+NodeProfile load_node_profile(const std::string& path) {
+  const Json json = core::load_json_file(path);
+  JsonReader r(json, path);
+  NodeProfile n;
+  n.name = file_stem(path);
+  check_profile_name(path, n.name);
+  n.description = description_and_comment(r);
+  Sources& s = n.sources;
+  n.gpu = r.require_string("gpu");
+  if (n.gpu.empty()) r.fail("gpu", "the name of a GPU profile (a file stem in gpus/)");
+  n.gpus_per_node = read_count(r, "gpus_per_node", s);
+  const std::string topology = r.require_enum("topology", {"pcie_tree", "nvlink_cube_mesh", "nvswitch"});
+  n.topology = topology == "pcie_tree"          ? IntraNodeTopology::pcie_tree
+               : topology == "nvlink_cube_mesh" ? IntraNodeTopology::nvlink_cube_mesh
+                                                : IntraNodeTopology::nvswitch;
+  const bool nvlink = n.topology != IntraNodeTopology::pcie_tree;
+  // NVLink fields: required for NVLink topologies, meaningless (so rejected) on a PCIe tree.
+  if (nvlink || r.has("nvlink_bandwidth")) {
+    if (!nvlink) r.fail("nvlink_bandwidth", "no NVLink fields with topology 'pcie_tree' (remove it)");
+    n.nvlink_bytes_per_second = read_quantity(r, "nvlink_bandwidth", Dimension::bytes_per_second, Range::positive, s);
+  }
+  if (n.topology == IntraNodeTopology::nvlink_cube_mesh || r.has("nvlink_links_per_gpu")) {
+    if (!nvlink) r.fail("nvlink_links_per_gpu", "no NVLink fields with topology 'pcie_tree' (remove it)");
+    n.nvlink_links_per_gpu = read_count(r, "nvlink_links_per_gpu", s);
+  }
+  // PCIe fields: required on a PCIe tree (all traffic); optional otherwise (GPU <-> NIC path).
+  if (!nvlink || r.has("gpus_per_pcie_switch")) n.gpus_per_pcie_switch = read_count(r, "gpus_per_pcie_switch", s);
+  if (!nvlink || r.has("pcie_link_bandwidth"))
+    n.pcie_link_bytes_per_second =
+        read_quantity(r, "pcie_link_bandwidth", Dimension::bytes_per_second, Range::positive, s);
+  if (!nvlink || r.has("pcie_host_bridge_bandwidth"))
+    n.pcie_host_bridge_bytes_per_second =
+        read_quantity(r, "pcie_host_bridge_bandwidth", Dimension::bytes_per_second, Range::positive, s);
+  n.intra_node_latency_seconds = read_quantity(r, "intra_node_latency", Dimension::seconds, Range::non_negative, s);
+  n.nics_per_node = read_count(r, "nics_per_node", s);
+  n.default_network = r.require_string("default_network");
+  if (n.default_network.empty()) r.fail("default_network", "the name of a network profile (a file stem in networks/)");
+  n.power_watts = read_quantity(r, "power", Dimension::watts, Range::positive, s);
+  r.finish();
+  if (n.gpus_per_pcie_switch > 0 && n.gpus_per_node % n.gpus_per_pcie_switch != 0)
+    r.fail("gpus_per_pcie_switch",
+           fmt::format("a divisor of gpus_per_node ({}), got {}", n.gpus_per_node, n.gpus_per_pcie_switch));
+  return n;
+}
+
+NetworkProfile load_network_profile(const std::string& path) {
+  const Json json = core::load_json_file(path);
+  JsonReader r(json, path);
+  NetworkProfile n;
+  n.name = file_stem(path);
+  check_profile_name(path, n.name);
+  n.description = description_and_comment(r);
+  Sources& s = n.sources;
+  n.link_bytes_per_second = read_quantity(r, "link_bandwidth", Dimension::bytes_per_second, Range::positive, s);
+  n.transport = r.require_enum("transport", {"tcp_socket", "rdma"}) == "tcp_socket" ? Transport::tcp_socket
+                                                                                    : Transport::rdma;
+  n.achieved_fraction = read_quantity(r, "achieved_fraction", Dimension::fraction, Range::fraction, s);
+  n.latency_seconds = read_quantity(r, "latency", Dimension::seconds, Range::non_negative, s);
+  if (r.has("per_flow_bandwidth"))
+    n.per_flow_bytes_per_second =
+        read_quantity(r, "per_flow_bandwidth", Dimension::bytes_per_second, Range::positive, s);
+  n.host_staging = r.require_bool("host_staging");
+  if (r.has("switch_port_cost"))
+    n.switch_port_usd = read_quantity(r, "switch_port_cost", Dimension::usd, Range::non_negative, s);
+  r.finish();
+  if (n.transport == Transport::tcp_socket && !n.host_staging)
+    r.fail("host_staging", "true for transport 'tcp_socket' (socket transports copy through host memory)");
+  return n;
+}
+
+std::vector<PriceItem> load_price_file(const std::string& path) {
+  const Json json = core::load_json_file(path);
+  JsonReader r(json, path);
+  r.get_string("comment", "");
+  const Json& items = r.raw("items");
+  if (!items.is_array() || items.empty()) r.fail("items", "a non-empty array of price items");
+  r.finish();
+  std::vector<PriceItem> prices;
+  for (size_t i = 0; i < items.size(); ++i) {
+    JsonReader p(items[i], path, fmt::format("items[{}]", i));
+    PriceItem item;
+    item.name = p.require_string("name");
+    check_profile_name(path + fmt::format(" items[{}].name", i), item.name);
+    item.unit = p.require_enum("unit", {"gpu_hour", "instance_hour", "purchase", "kwh", "pue"});
+    if (item.unit == "pue") {
+      item.ratio = p.require_positive("ratio");
+      if (item.ratio < 1.0) p.fail("ratio", fmt::format("a power usage effectiveness >= 1, got {}", item.ratio));
+    } else {
+      item.usd = p.require_positive("usd");
+    }
+    const bool needs_target = item.unit != "kwh" && item.unit != "pue";
+    if (needs_target) {
+      item.applies_to = p.require_string("applies_to");
+      if (item.applies_to.empty())
+        p.fail("applies_to", item.unit == "gpu_hour" ? "a GPU profile name" : "a node profile name");
+    } else if (p.has("applies_to")) {
+      p.fail("applies_to", fmt::format("no 'applies_to' for unit '{}' (it applies to the whole site)", item.unit));
+    }
+    item.source = p.require_string("source");
+    if (item.source.empty()) p.fail("source", "a non-empty source (price list, paper, or 'assumption: …')");
+    p.get_string("comment", "");
+    p.finish();
+    prices.push_back(std::move(item));
+  }
+  return prices;
+}
+
+// ---------------------------------------------------------------- the whole directory
+
+std::string hwprofiles_directory() {
+  if (const char* root = std::getenv("PTSIM_ROOT"); root != nullptr && *root != '\0')
+    return std::string(root) + "/hwprofiles";
+#ifdef PTSIM_SOURCE_DIR
+  return std::string(PTSIM_SOURCE_DIR) + "/hwprofiles";
+#else
+  return "hwprofiles";
+#endif
+}
+
+ProfileSet load_profiles() { return load_profiles(hwprofiles_directory()); }
+
+ProfileSet load_profiles(const std::string& directory) {
+  const fs::path root(directory);
+  std::error_code ec;
+  const char* kinds[] = {"gpus", "nodes", "networks", "prices"};
+  bool any_kind = false;
+  for (const char* kind : kinds) any_kind = any_kind || fs::is_directory(root / kind, ec);
+  if (!any_kind)
+    throw InputError(fmt::format(
+        "{}: not a hardware profile directory (expected sub-folders gpus/, nodes/, networks/, prices/; "
+        "set PTSIM_ROOT to the ptsim source tree or pass --dir)",
+        directory));
+
+  ProfileSet set;
+  std::map<std::string, std::string> file_of;  // profile or price name -> file that defines it
+  auto claim = [&](const std::string& name, const std::string& path) {
+    auto [it, inserted] = file_of.emplace(name, path);
+    if (!inserted)
+      throw InputError(fmt::format("{}: name '{}' is already used by {} (profile and price names must be unique "
+                                   "across gpus/, nodes/, networks/ and prices/)",
+                                   path, name, it->second));
+  };
+
+  for (const auto& path : json_files_in(root / "gpus")) {
+    GpuProfile g = load_gpu_profile(path);
+    claim(g.name, path);
+    set.gpus.emplace(g.name, std::move(g));
+  }
+  for (const auto& path : json_files_in(root / "networks")) {
+    NetworkProfile n = load_network_profile(path);
+    claim(n.name, path);
+    set.networks.emplace(n.name, std::move(n));
+  }
+  for (const auto& path : json_files_in(root / "nodes")) {
+    NodeProfile n = load_node_profile(path);
+    claim(n.name, path);
+    if (!set.gpus.count(n.gpu))
+      throw InputError(fmt::format("{}: field 'gpu': unknown GPU profile '{}' (known GPU profiles in {}: {})", path,
+                                   n.gpu, (root / "gpus").string(), join_names(names_of(set.gpus))));
+    if (!set.networks.count(n.default_network))
+      throw InputError(fmt::format(
+          "{}: field 'default_network': unknown network profile '{}' (known network profiles in {}: {})", path,
+          n.default_network, (root / "networks").string(), join_names(names_of(set.networks))));
+    set.nodes.emplace(n.name, std::move(n));
+  }
+  for (const auto& path : json_files_in(root / "prices")) {
+    std::vector<PriceItem> items = load_price_file(path);
+    for (size_t i = 0; i < items.size(); ++i) {
+      PriceItem& item = items[i];
+      claim(item.name, path);
+      const std::string field = fmt::format("items[{}].applies_to", i);
+      if (item.unit == "gpu_hour" && !set.gpus.count(item.applies_to))
+        throw InputError(fmt::format("{}: field '{}': unknown GPU profile '{}' (a gpu_hour price applies to a GPU; "
+                                     "known: {})",
+                                     path, field, item.applies_to, join_names(names_of(set.gpus))));
+      if ((item.unit == "instance_hour" || item.unit == "purchase") && !set.nodes.count(item.applies_to))
+        throw InputError(fmt::format("{}: field '{}': unknown node profile '{}' (an {} price applies to a node; "
+                                     "known: {})",
+                                     path, field, item.applies_to, item.unit, join_names(names_of(set.nodes))));
+      if (item.unit == "purchase") {
+        NodeProfile& node = set.nodes.at(item.applies_to);
+        if (node.purchase_usd > 0)
+          throw InputError(fmt::format("{}: field '{}': node '{}' already has a purchase price ({}); keep one",
+                                       path, field, node.name, node.sources.at("purchase")));
+        node.purchase_usd = item.usd;
+        node.sources["purchase"] = item.name + ": " + item.source;
+      }
+      set.prices.emplace(item.name, std::move(item));
+    }
+  }
+  return set;
+}
+
+// ---------------------------------------------------------------- lookup
+
+namespace {
+template <typename Map>
+const typename Map::mapped_type& find_in(const Map& m, const std::string& name, const char* kind) {
+  auto it = m.find(name);
+  if (it == m.end())
+    throw InputError(fmt::format("unknown {} profile '{}' (known: {}; see 'ptsim profiles list')", kind, name,
+                                 join_names(names_of(m))));
+  return it->second;
+}
+}  // namespace
+
+const GpuProfile& find_gpu(const ProfileSet& set, const std::string& name) { return find_in(set.gpus, name, "GPU"); }
+const NodeProfile& find_node(const ProfileSet& set, const std::string& name) {
+  return find_in(set.nodes, name, "node");
+}
+const NetworkProfile& find_network(const ProfileSet& set, const std::string& name) {
+  return find_in(set.networks, name, "network");
+}
+
+const char* to_string(IntraNodeTopology t) {
+  switch (t) {
+    case IntraNodeTopology::pcie_tree: return "pcie_tree";
+    case IntraNodeTopology::nvlink_cube_mesh: return "nvlink_cube_mesh";
+    case IntraNodeTopology::nvswitch: return "nvswitch";
+  }
+  return "?";
+}
+
+const char* to_string(Transport t) {
+  switch (t) {
+    case Transport::tcp_socket: return "tcp_socket";
+    case Transport::rdma: return "rdma";
+  }
+  return "?";
+}
+
+}  // namespace ptsim::hwprofiles

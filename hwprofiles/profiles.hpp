@@ -56,7 +56,7 @@ struct NodeProfile {
   int nics_per_node = 0;
   std::string default_network;             // NetworkProfile name
   double power_watts = 0;                  // whole node under load
-  double purchase_usd = 0;                 // 0 = unknown
+  double purchase_usd = 0;                 // 0 = unknown; filled by load_profiles from a "purchase" price
   std::map<std::string, std::string> sources;
 };
 
@@ -77,9 +77,10 @@ struct NetworkProfile {
 
 struct PriceItem {
   std::string name;                        // e.g. "gcp-t4-on-demand-2020"
-  std::string unit;                        // "gpu_hour", "instance_hour", "purchase", "kwh"
-  double usd = 0;
-  std::string applies_to;                  // gpu or node profile name ("" for kwh)
+  std::string unit;                        // "gpu_hour", "instance_hour", "purchase", "kwh", "pue"
+  double usd = 0;                          // USD per `unit` (0 for "pue")
+  double ratio = 0;                        // unit "pue" only: facility power / IT power (>= 1)
+  std::string applies_to;                  // gpu or node profile name ("" for kwh, pue)
   std::string source;
 };
 

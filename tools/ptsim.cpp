@@ -25,6 +25,7 @@ constexpr Subcommand kSubcommands[] = {
     {"profiles", ptsim::tools::run_profiles_command, "list or show hardware profiles"},
     {"data", ptsim::tools::run_data_command, "train a WordPiece vocab; prepare BERT shards"},
     {"train", ptsim::tools::run_train_command, "execute the TaskGraph for real (CPU backend)"},
+    {"calibrate", ptsim::tools::run_calibrate_command, "fit GPU profiles to measured or published runs"},
 };
 
 void print_usage(std::FILE* out) {
@@ -57,7 +58,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  fmt::print(stderr, "error: unknown command '{}' (expected one of: predict, validate, graph, profiles, data, train)\n",
+  fmt::print(stderr, "error: unknown command '{}' (expected one of: predict, validate, graph, profiles, data, train, calibrate)\n",
              name);
   return 2;
 }

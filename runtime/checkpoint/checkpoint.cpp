@@ -1,0 +1,205 @@
+// runtime/checkpoint/checkpoint.cpp — checkpoint bundle: build in a temp dir, rename, then move `latest`.
+#include "runtime/checkpoint/checkpoint.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "core/error.hpp"
+#include "runtime/checkpoint/atomic_file.hpp"
+#include "runtime/checkpoint/safetensors.hpp"
+
+namespace ptsim::runtime {
+using core::InputError;
+using core::Json;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kModelFile = "model.safetensors";
+constexpr const char* kOptimizerFile = "optimizer.safetensors";
+constexpr const char* kStateFile = "state.json";
+constexpr const char* kLatestFile = "latest";
+
+std::string step_dir_name(int64_t step) { return fmt::format("step_{}", step); }
+
+// N for "step_<digits>", else nullopt (temp dirs "step_<N>.tmp.<pid>" and anything else are not checkpoints).
+std::optional<int64_t> parse_step_dir_name(const std::string& name) {
+  const std::string prefix = "step_";
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  int64_t n = 0;
+  for (std::size_t k = prefix.size(); k < name.size(); ++k) {
+    const char c = name[k];
+    if (c < '0' || c > '9') return std::nullopt;
+    if (n > (INT64_MAX - 9) / 10) return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
+void check_fs(const std::error_code& ec, const std::string& what) {
+  if (ec) throw InputError(fmt::format("{}: {}", what, ec.message()));
+}
+
+}  // namespace
+
+std::string save_checkpoint(const std::string& dir, int64_t step, std::span<const CheckpointTensorView> tensors,
+                            const OptimizerState& optimizer, const Json& extra) {
+  if (step < 0) throw InputError(fmt::format("save_checkpoint: step must be >= 0, got {}", step));
+  if (!extra.is_object()) throw InputError("save_checkpoint: the extra state must be a JSON object");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  check_fs(ec, fmt::format("{}: cannot create the checkpoint directory", dir));
+
+  const std::string name = step_dir_name(step);
+  const fs::path final_dir = fs::path(dir) / name;
+  const fs::path temp_dir = fs::path(atomic_temp_path(final_dir.string()));
+  fs::remove_all(temp_dir, ec);  // a leftover of this very process (same pid) is ours to clear
+  fs::create_directory(temp_dir, ec);
+  check_fs(ec, fmt::format("{}: cannot create the temporary checkpoint directory", temp_dir.string()));
+
+  // 1. model.safetensors
+  std::vector<SafetensorsView> model_views;
+  model_views.reserve(tensors.size());
+  for (const CheckpointTensorView& t : tensors) model_views.push_back(safetensors_f32_view(t.name, t.values, t.shape));
+  write_safetensors((temp_dir / kModelFile).string(), model_views,
+                    {{"format", kCheckpointFormat}, {"step", std::to_string(step)}});
+
+  // 2. optimizer.safetensors
+  std::vector<SafetensorsView> opt_views;
+  opt_views.reserve(optimizer.arrays.size());
+  for (const NamedArray& a : optimizer.arrays) opt_views.push_back(safetensors_f32_view(a.name, a.values));
+  write_safetensors((temp_dir / kOptimizerFile).string(), opt_views,
+                    {{"format", kCheckpointFormat},
+                     {"optimizer", optimizer.kind},
+                     {"step", std::to_string(optimizer.step)}});
+
+  // 3. state.json
+  Json state = {{"format", kCheckpointFormat},
+                {"step", step},
+                {"optimizer", optimizer.kind},
+                {"optimizer_step", optimizer.step},
+                {"files", {{"model", kModelFile}, {"optimizer", kOptimizerFile}}},
+                {"extra", extra}};
+  write_file_atomic((temp_dir / kStateFile).string(), state.dump(2) + "\n");
+  fsync_directory(temp_dir.string());
+
+  // 4. Publish: rename the complete directory into place (replacing an older copy of the same step).
+  fs::path old_dir;
+  if (fs::exists(final_dir, ec)) {
+    old_dir = fs::path(final_dir.string() + fmt::format(".old.tmp.{}", static_cast<long>(::getpid())));
+    fs::remove_all(old_dir, ec);
+    fs::rename(final_dir, old_dir, ec);
+    check_fs(ec, fmt::format("{}: cannot move the previous checkpoint of step {} aside", final_dir.string(), step));
+  }
+  fs::rename(temp_dir, final_dir, ec);
+  check_fs(ec, fmt::format("{}: cannot rename {} into place", final_dir.string(), temp_dir.string()));
+  fsync_directory(dir);
+  if (!old_dir.empty()) fs::remove_all(old_dir, ec);  // best effort
+
+  // 5. Point `latest` at it (atomic replace + directory fsync).
+  write_file_atomic((fs::path(dir) / kLatestFile).string(), name + "\n");
+  return final_dir.string();
+}
+
+Checkpoint load_checkpoint(const std::string& step_dir) {
+  const fs::path d(step_dir);
+  const std::string state_path = (d / kStateFile).string();
+  if (!fs::exists(state_path))
+    throw InputError(fmt::format("{}: not a checkpoint directory ({} is missing)", step_dir, kStateFile));
+  Checkpoint c;
+  c.dir = step_dir;
+  const Json state = core::load_json_file(state_path);
+  core::JsonReader r(state, state_path);
+  const std::string format = r.require_string("format");
+  if (format != kCheckpointFormat)
+    throw InputError(fmt::format("{}: field 'format' is '{}', expected '{}'", state_path, format, kCheckpointFormat));
+  c.step = r.require_int("step");
+  c.optimizer.kind = r.require_string("optimizer");
+  c.optimizer.step = r.require_int("optimizer_step");
+  r.ignore("files");
+  const Json& extra = r.raw("extra");
+  if (!extra.is_object()) r.fail("extra", "an object");
+  c.extra = extra;
+  r.finish();
+
+  const std::string model_path = (d / kModelFile).string();
+  const SafetensorsFile model = read_safetensors(model_path);
+  auto meta_step = model.metadata.find("step");
+  if (meta_step != model.metadata.end() && meta_step->second != std::to_string(c.step))
+    throw InputError(fmt::format("{}: metadata step {} differs from {} in {} (files from different saves?)",
+                                 model_path, meta_step->second, c.step, state_path));
+  for (const SafetensorsTensor& t : model.tensors)
+    c.tensors.push_back(CheckpointTensor{t.name, t.shape, t.to_f32(model_path)});
+
+  const std::string opt_path = (d / kOptimizerFile).string();
+  const SafetensorsFile opt = read_safetensors(opt_path);
+  auto meta_kind = opt.metadata.find("optimizer");
+  if (meta_kind != opt.metadata.end() && meta_kind->second != c.optimizer.kind)
+    throw InputError(fmt::format("{}: metadata optimizer '{}' differs from '{}' in {}", opt_path, meta_kind->second,
+                                 c.optimizer.kind, state_path));
+  for (const SafetensorsTensor& t : opt.tensors)
+    c.optimizer.arrays.push_back(NamedArray{t.name, t.to_f32(opt_path)});
+  return c;
+}
+
+std::optional<std::string> find_latest_checkpoint(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return std::nullopt;
+  const fs::path latest = fs::path(dir) / kLatestFile;
+  if (fs::exists(latest, ec)) {
+    std::ifstream in(latest);
+    std::string name;
+    std::getline(in, name);
+    if (parse_step_dir_name(name) && fs::is_directory(fs::path(dir) / name, ec)) return (fs::path(dir) / name).string();
+  }
+  // No usable pointer (crash between the directory rename and the pointer update, or removed by hand):
+  // the highest-numbered complete step directory. Temp directories never match step_<digits>.
+  std::optional<int64_t> best;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_directory()) continue;
+    const std::optional<int64_t> n = parse_step_dir_name(e.path().filename().string());
+    if (n && (!best || *n > *best)) best = n;
+  }
+  if (!best) return std::nullopt;
+  return (fs::path(dir) / step_dir_name(*best)).string();
+}
+
+std::optional<Checkpoint> load_latest_checkpoint(const std::string& dir) {
+  const std::optional<std::string> step_dir = find_latest_checkpoint(dir);
+  if (!step_dir) return std::nullopt;
+  return load_checkpoint(*step_dir);
+}
+
+void restore_tensors(const Checkpoint& checkpoint, std::span<const CheckpointTensorTarget> targets) {
+  std::unordered_map<std::string, const CheckpointTensor*> by_name;
+  for (const CheckpointTensor& t : checkpoint.tensors) by_name.emplace(t.name, &t);
+  for (const CheckpointTensorTarget& t : targets) {
+    auto it = by_name.find(t.name);
+    if (it == by_name.end())
+      throw InputError(fmt::format("{}: checkpoint has no tensor '{}' (a different model?)", checkpoint.dir, t.name));
+    if (it->second->values.size() != t.values.size())
+      throw InputError(fmt::format("{}: tensor '{}' has {} elements, the model expects {}", checkpoint.dir, t.name,
+                                   it->second->values.size(), t.values.size()));
+  }
+  if (targets.size() != checkpoint.tensors.size()) {
+    std::unordered_map<std::string, int> wanted;
+    for (const CheckpointTensorTarget& t : targets) wanted.emplace(t.name, 0);
+    for (const CheckpointTensor& t : checkpoint.tensors)
+      if (!wanted.count(t.name))
+        throw InputError(fmt::format("{}: checkpoint tensor '{}' matches no model tensor (a different model?)",
+                                     checkpoint.dir, t.name));
+  }
+  for (const CheckpointTensorTarget& t : targets) {
+    const std::vector<float>& v = by_name.at(t.name)->values;
+    std::copy(v.begin(), v.end(), t.values.begin());
+  }
+}
+
+}  // namespace ptsim::runtime

@@ -1,0 +1,171 @@
+// sim/calibration.cpp — least-squares fit (in log space) of a few GPU-profile parameters to runs.
+#include "sim/calibration.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/json_reader.hpp"
+#include "models/builder.hpp"
+#include "sim/compute_model.hpp"
+
+namespace ptsim::sim {
+using core::InputError;
+
+std::string default_published_runs_path() {
+  const char* root = std::getenv("PTSIM_ROOT");
+  return std::string(root && *root ? root : PTSIM_SOURCE_DIR) + "/reports/calibration/published_single_gpu.json";
+}
+
+PublishedRunSet load_published_runs(const std::string& path) {
+  core::Json j = core::load_json_file(path);
+  core::JsonReader top(j, path);
+  PublishedRunSet set;
+  set.path = path;
+  top.ignore("description");
+  const core::Json& runs = top.raw("runs");
+  if (!runs.is_array()) top.fail("runs", "an array of runs");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    core::JsonReader r(runs[i], path, fmt::format("runs[{}]", i));
+    PublishedRun run;
+    run.id = r.require_string("id");
+    run.gpu = r.require_string("gpu");
+    run.model = r.require_string("model");
+    run.recipe.precision = models::parse_precision(r.require_string("precision"), r.where("precision"));
+    run.recipe.optimizer = models::parse_optimizer(r.get_string("optimizer", "lamb"), r.where("optimizer"));
+    run.recipe.seq_len = r.require_positive_int("seq_len");
+    run.recipe.micro_batch = r.require_positive_int("micro_batch");
+    run.sequences_per_second = r.require_positive("sequences_per_second");
+    run.role = r.require_enum("role", {"fit", "holdout"});
+    run.fit_group = r.require_string("fit_group");
+    run.source = r.require_string("source");
+    r.finish();
+    set.runs.push_back(run);
+  }
+  core::JsonReader groups = top.child("fit_groups");
+  for (auto it = groups.object().begin(); it != groups.object().end(); ++it) {
+    core::JsonReader g = groups.child(it.key());
+    FitGroup group;
+    group.name = it.key();
+    for (const auto& p : g.raw("parameters")) {
+      std::string name = p.get<std::string>();
+      if (name != "gemm_efficiency_scale" && name != "memory_efficiency" && name != "sustained_clock_fraction" &&
+          name != "kernel_launch_seconds")
+        g.fail("parameters", "names among gemm_efficiency_scale, memory_efficiency, sustained_clock_fraction, "
+                             "kernel_launch_seconds; got \"" + name + "\"");
+      group.parameters.push_back(name);
+    }
+    for (const auto& p : g.raw("apply_to")) group.apply_to.push_back(p.get<std::string>());
+    group.why = g.get_string("why", "");
+    g.finish();
+    set.groups[group.name] = group;
+  }
+  top.finish();
+  for (const auto& run : set.runs)
+    if (!set.groups.count(run.fit_group))
+      throw InputError(fmt::format("{}: run '{}' names fit group '{}', which fit_groups does not define", path, run.id,
+                                   run.fit_group));
+  return set;
+}
+
+double predict_run(const PublishedRun& run, const hwprofiles::GpuProfile& gpu) {
+  models::TaskGraph g = models::build_task_graph(models::load_model(run.model), run.recipe);
+  return predict_single_device(g, gpu).sequences_per_second;
+}
+
+void set_parameter(hwprofiles::GpuProfile& gpu, const std::string& parameter, double value) {
+  if (parameter == "gemm_efficiency_scale") {
+    gpu.gemm.max_efficiency = std::min(1.0, gpu.gemm.max_efficiency * value);
+    gpu.batched_gemm.max_efficiency = std::min(1.0, gpu.batched_gemm.max_efficiency * value);
+  } else if (parameter == "memory_efficiency") {
+    gpu.memory_efficiency = value;
+  } else if (parameter == "sustained_clock_fraction") {
+    gpu.sustained_clock_fraction = value;
+  } else if (parameter == "kernel_launch_seconds") {
+    gpu.kernel_launch_seconds = value;
+  } else {
+    throw InputError("unknown calibration parameter '" + parameter + "'");
+  }
+}
+
+double get_parameter(const hwprofiles::GpuProfile& gpu, const std::string& parameter) {
+  if (parameter == "gemm_efficiency_scale") return 1.0;
+  if (parameter == "memory_efficiency") return gpu.memory_efficiency;
+  if (parameter == "sustained_clock_fraction") return gpu.sustained_clock_fraction;
+  if (parameter == "kernel_launch_seconds") return gpu.kernel_launch_seconds;
+  throw InputError("unknown calibration parameter '" + parameter + "'");
+}
+
+namespace {
+
+// Bounds that keep a fit physical (fractions of a peak, a launch overhead of 0.5–50 µs).
+std::pair<double, double> bounds(const std::string& parameter) {
+  if (parameter == "kernel_launch_seconds") return {0.5e-6, 50e-6};
+  if (parameter == "gemm_efficiency_scale") return {0.2, 1.5};
+  return {0.05, 1.0};
+}
+
+}  // namespace
+
+FitResult fit_group(const PublishedRunSet& set, const std::string& group_name, const hwprofiles::ProfileSet& profiles) {
+  auto found = set.groups.find(group_name);
+  if (found == set.groups.end()) throw InputError(fmt::format("{}: no fit group '{}'", set.path, group_name));
+  const FitGroup& group = found->second;
+
+  // Every run's graph is built once; only the GPU parameters change during the search.
+  struct Case {
+    const PublishedRun* run;
+    models::TaskGraph graph;
+    hwprofiles::GpuProfile base;
+  };
+  std::vector<Case> cases;
+  for (const auto& run : set.runs)
+    if (run.fit_group == group_name)
+      cases.push_back({&run, models::build_task_graph(models::load_model(run.model), run.recipe),
+                       hwprofiles::find_gpu(profiles, run.gpu)});
+
+  auto evaluate = [&](const std::map<std::string, double>& values, std::vector<RunError>* errors) {
+    double objective = 0;
+    for (const auto& c : cases) {
+      hwprofiles::GpuProfile gpu = c.base;
+      for (const auto& [p, v] : values) set_parameter(gpu, p, v);
+      double predicted = predict_single_device(c.graph, gpu).sequences_per_second;
+      if (c.run->role == "fit") objective += std::pow(std::log(predicted / c.run->sequences_per_second), 2);
+      if (errors) errors->push_back({c.run->id, c.run->role, c.run->sequences_per_second, predicted});
+    }
+    return objective;
+  };
+
+  FitResult result;
+  result.group = group_name;
+  std::map<std::string, double> values;
+  for (const auto& p : group.parameters) values[p] = get_parameter(cases.front().base, p);
+  evaluate({}, &result.before);
+
+  // Coordinate search with shrinking multiplicative steps: robust, derivative-free, a few hundred evaluations.
+  double best = evaluate(values, nullptr);
+  for (double step = 0.5; step > 1e-4; step *= 0.5) {
+    bool improved = true;
+    while (improved) {
+      improved = false;
+      for (const auto& p : group.parameters) {
+        auto [lo, hi] = bounds(p);
+        for (double factor : {1.0 + step, 1.0 / (1.0 + step)}) {
+          auto trial = values;
+          trial[p] = std::clamp(values[p] * factor, lo, hi);
+          double objective = evaluate(trial, nullptr);
+          if (objective < best - 1e-12) {
+            best = objective;
+            values = trial;
+            improved = true;
+          }
+        }
+      }
+    }
+  }
+  result.values = values;
+  evaluate(values, &result.after);
+  return result;
+}
+
+}  // namespace ptsim::sim
