@@ -98,7 +98,8 @@ CollectiveResult simulate_collective(const ClusterSpec& cluster, const Collectiv
 // `automatic`: ranks within one node, or a kind other than all_reduce → ring; otherwise the fastest
 // of ring, tree and hierarchical (over whole nodes), each simulated alone on an idle copy of the
 // cluster in replicated mode. The tree is a candidate only up to 4,096 flows per pipeline step
-// (≈ 4 · ranks · groups · channels), because it cannot be replicated. Not cached: a caller that asks often for the same shape should keep the answer.
+// (≈ 4 · ranks · groups · channels), because it cannot be replicated. Not cached: a caller that
+// asks often for the same shape should keep the answer (or a PreparedCollective).
 CollectiveAlgorithm choose_algorithm(const Topology& topology, const CollectiveSpec& spec);
 
 const char* to_string(CollectiveKind kind);

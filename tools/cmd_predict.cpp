@@ -1,11 +1,17 @@
-// tools/cmd_predict.cpp — `ptsim predict`: step time, throughput, TFLOP/s and MFU of a model + recipe on
-// one GPU, with the per-op-kind breakdown (table | json). Refuses configurations that do not fit (exit 2).
+// tools/cmd_predict.cpp — `ptsim predict`: a whole pretraining run on a cluster from a scenario (time to
+// train, phases, scaling efficiency, cost; --trace timeline), or one step on one GPU (--gpu: step time,
+// throughput, TFLOP/s, MFU, per-op-kind breakdown). Configurations that do not fit are refused (exit 2).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+
 #include "hwprofiles/profiles.hpp"
+#include "reports/prediction.hpp"
+#include "reports/scenario.hpp"
+#include "reports/trace.hpp"
 #include "models/builder.hpp"
 #include "models/graph_export.hpp"
 #include "reports/text_table.hpp"
@@ -17,27 +23,15 @@
 
 namespace ptsim::tools {
 
-int run_predict_command(int argc, char** argv) {
-  CLI::App app{"Predict one training step of a model on a GPU: time, throughput, TFLOP/s, MFU", "predict"};
-  std::string model_name = "bert-large";
-  std::string gpu_name = "v100-sxm3-32gb";
-  std::string format = "table";
-  std::string profiles_dir;
-  RecipeFlags flags;
-  flags.micro_batch = 64;
-  app.add_option("--model", model_name, "built-in model name or path to a model JSON / HF config.json")
-      ->capture_default_str();
-  app.add_option("--gpu", gpu_name, "GPU profile (ptsim profiles list)")->capture_default_str();
-  add_recipe_flags(app, flags);
-  app.add_option("--format", format, "table | json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
-  app.add_option("--profiles", profiles_dir, "hardware profile directory (default: the shipped hwprofiles/)");
-  if (auto code = parse_or_exit(app, argc, argv)) return *code;
+namespace {
 
-  hwprofiles::ProfileSet profiles =
-      profiles_dir.empty() ? hwprofiles::load_profiles() : hwprofiles::load_profiles(profiles_dir);
+int predict_single_gpu(const hwprofiles::ProfileSet& profiles, const std::string& gpu_name,
+                       const std::string& model_name, const RecipeFlags& flags, const std::string& format) {
   const hwprofiles::GpuProfile& gpu = hwprofiles::find_gpu(profiles, gpu_name);
   models::ModelSpec model = models::load_model(model_name);
   models::Recipe recipe = to_recipe(flags);
+  if (recipe.data_parallel != 1 || recipe.tensor_parallel != 1)
+    throw core::InputError("--gpu predicts one GPU: use --node/--nodes (or --scenario) for data or tensor parallelism");
   models::TaskGraph graph = models::build_task_graph(model, recipe);
   models::MemoryPlan plan = models::plan_memory(graph);
   sim::require_fits(model, recipe, plan, gpu);
@@ -78,6 +72,97 @@ int run_predict_command(int argc, char** argv) {
   for (const auto& [kind, seconds] : kinds)
     table.add_row({kind, fmt::format("{:.3f}", seconds * 1e3), fmt::format("{:.1f}%", 100 * seconds / p.step_seconds)});
   fmt::print("{}", table.render());
+  return 0;
+}
+
+// An ad-hoc scenario from flags: one phase of --steps steps on --nodes nodes of --node.
+core::Json scenario_from_flags(const std::string& model, const std::string& node, int nodes, const std::string& network,
+                               const RecipeFlags& f, int64_t steps) {
+  core::Json j;
+  j["name"] = "command-line";
+  j["model"] = model;
+  j["cluster"] = {{"node", node}, {"nodes", nodes}};
+  if (!network.empty()) j["cluster"]["network"] = network;
+  j["recipe"] = {{"precision", f.precision}, {"optimizer", f.optimizer}, {"tensor_parallel", f.tensor_parallel},
+                 {"recompute", f.recompute}, {"bucket_mb", f.bucket_mb}, {"gradient_clipping", !f.no_clipping}};
+  core::Json phase = {{"name", "phase1"}, {"seq_len", f.seq_len}, {"micro_batch", f.micro_batch},
+                      {"grad_accum", f.grad_accum}, {"steps", steps}};
+  if (f.max_predictions > 0) phase["max_predictions"] = f.max_predictions;
+  j["phases"] = core::Json::array({phase});
+  return j;
+}
+
+void write_trace(const std::string& path, const reports::Prediction& p, const models::TaskGraph& graph) {
+  std::ofstream out(path);
+  if (!out) throw core::InputError(fmt::format("--trace {}: cannot write the file", path));
+  out << reports::chrome_trace(p.first_phase_step, graph).dump() << "\n";
+}
+
+}  // namespace
+
+int run_predict_command(int argc, char** argv) {
+  CLI::App app{"Predict pretraining: a shipped or custom scenario on a cluster (time to train, cost), or one "
+               "training step on one GPU (--gpu)", "predict"};
+  std::string scenario_name;
+  std::vector<std::string> overrides;
+  std::string model_name = "bert-large";
+  std::string gpu_name;
+  std::string node_name;
+  int nodes = 1;
+  int64_t steps = 1;
+  std::string network;
+  std::string format = "table";
+  std::string profiles_dir;
+  std::string trace_path;
+  RecipeFlags flags;
+  flags.micro_batch = 64;
+  app.add_option("--scenario", scenario_name,
+                 "shipped scenario name or scenario JSON file (default: t4-academic-cluster when no --gpu/--node)");
+  app.add_option("--set", overrides, "scenario override key=value, e.g. cluster.network=ib-edr or phases.0.grad_accum=1");
+  app.add_option("--model", model_name, "built-in model name or path to a model JSON / HF config.json")
+      ->capture_default_str();
+  app.add_option("--gpu", gpu_name, "predict one step on one GPU of this profile (ptsim profiles list)");
+  app.add_option("--node", node_name, "predict a cluster of this node profile (with --nodes, --network, recipe flags)");
+  app.add_option("--nodes", nodes, "nodes in the cluster (with --node)")->capture_default_str();
+  app.add_option("--network", network, "network profile (default: the node's)");
+  app.add_option("--steps", steps, "optimizer steps (with --node)")->capture_default_str();
+  add_recipe_flags(app, flags);
+  app.add_option("--format", format, "table | json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  app.add_option("--profiles", profiles_dir, "hardware profile directory (default: the shipped hwprofiles/)");
+  app.add_option("--trace", trace_path, "write a Chrome-trace/Perfetto timeline of one iteration of the first phase");
+  if (auto code = parse_or_exit(app, argc, argv)) return *code;
+  if (!gpu_name.empty() && (!scenario_name.empty() || !node_name.empty()))
+    throw core::InputError("--gpu predicts one GPU; it cannot be combined with --scenario or --node");
+  if (!scenario_name.empty() && !node_name.empty())
+    throw core::InputError("give either --scenario or --node (a cluster from flags), not both");
+
+  hwprofiles::ProfileSet profiles =
+      profiles_dir.empty() ? hwprofiles::load_profiles() : hwprofiles::load_profiles(profiles_dir);
+  if (!gpu_name.empty()) return predict_single_gpu(profiles, gpu_name, model_name, flags, format);
+
+  reports::Scenario scenario;
+  if (!node_name.empty()) {
+    core::Json j = scenario_from_flags(model_name, node_name, nodes, network, flags, steps);
+    for (const auto& o : overrides) reports::apply_override(j, o);
+    scenario = reports::parse_scenario(j, "command line");
+  } else {
+    scenario = reports::load_scenario(scenario_name.empty() ? "t4-academic-cluster" : scenario_name, overrides);
+  }
+  reports::PredictOptions options;
+  options.record_trace = !trace_path.empty();
+  reports::Prediction p = reports::predict_scenario(scenario, profiles, options);
+  if (!trace_path.empty()) {
+    models::Recipe r = scenario.recipe;
+    const auto& ph = p.phases.front();
+    r.seq_len = ph.seq_len;
+    r.micro_batch = ph.micro_batch;
+    r.grad_accum = ph.grad_accum;
+    r.data_parallel = p.gpus / scenario.recipe.tensor_parallel;
+    r.max_predictions = scenario.phases.front().max_predictions;
+    write_trace(trace_path, p, models::build_task_graph(models::load_model(scenario.model), r));
+  }
+  if (format == "json") fmt::print("{}\n", reports::prediction_to_json(p).dump(2));
+  else fmt::print("{}", reports::prediction_to_text(p));
   return 0;
 }
 

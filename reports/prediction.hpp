@@ -1,0 +1,61 @@
+// reports/prediction.hpp — a whole pretraining run predicted from a Scenario: per phase, the step on the
+// cluster (sim::simulate_step), steps, time; then overheads, time to train, scaling efficiency, cost.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hwprofiles/profiles.hpp"
+#include "reports/scenario.hpp"
+#include "sim/cost_model.hpp"
+#include "sim/step_simulator.hpp"
+
+namespace ptsim::reports {
+
+struct PhasePrediction {
+  std::string name;
+  int64_t seq_len = 0, global_batch = 0, micro_batch = 0, grad_accum = 0, steps = 0;
+  double iteration_seconds = 0;
+  double compute_seconds = 0;
+  double exposed_comm_seconds = 0;
+  double throughput_seq_per_second = 0;
+  double seconds = 0;                          // steps × iteration
+  std::optional<double> scaling_efficiency;    // vs one GPU at the same micro-batch (or the scaling baseline)
+  double tflops_per_gpu = 0;                   // hardware FLOPs (incl. recomputation) per GPU per second
+  double memory_per_gpu_bytes = 0;
+  std::string data_parallel_algorithm;
+};
+
+struct Prediction {
+  std::string scenario;
+  std::string description;
+  int gpus = 0;
+  std::string gpu, node, network;
+  double time_to_train_seconds = 0;
+  double training_seconds = 0;                 // Σ phases
+  double overhead_seconds = 0;                 // start-up + checkpoints + evaluation
+  std::optional<double> scaling_efficiency;    // time-weighted over phases
+  double tflops_per_gpu = 0;                   // time-weighted over phases
+  double cluster_pflops = 0;
+  double memory_per_gpu_bytes = 0;             // the largest over phases
+  sim::CostEstimate cost;
+  std::vector<PhasePrediction> phases;
+  double simulator_wall_seconds = 0;
+  sim::StepSimulation first_phase_step;        // with the timeline when a trace was asked for
+};
+
+struct PredictOptions {
+  bool record_trace = false;
+};
+
+Prediction predict_scenario(const Scenario& scenario, const hwprofiles::ProfileSet& profiles,
+                            const PredictOptions& options = {});
+
+// The metric of a published target, from a prediction (nullopt when the prediction has no such figure).
+std::optional<double> metric_value(const Prediction& p, const PublishedTarget& target);
+
+nlohmann::json prediction_to_json(const Prediction& p);
+std::string prediction_to_text(const Prediction& p);
+
+}  // namespace ptsim::reports

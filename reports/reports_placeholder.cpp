@@ -1,1 +1,0 @@
-// reports/reports_placeholder.cpp — keeps the library non-empty while reports/ grows.

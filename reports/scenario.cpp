@@ -1,0 +1,204 @@
+// reports/scenario.cpp — strict scenario parsing and --set overrides.
+#include "reports/scenario.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+namespace ptsim::reports {
+namespace fs = std::filesystem;
+using core::InputError;
+using core::Json;
+using core::JsonReader;
+
+std::string scenarios_directory() {
+  const char* root = std::getenv("PTSIM_ROOT");
+  return std::string(root && *root ? root : PTSIM_SOURCE_DIR) + "/reports/scenarios";
+}
+
+std::vector<std::string> builtin_scenario_names() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(scenarios_directory(), ec))
+    if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void apply_override(Json& json, const std::string& assignment) {
+  auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InputError(fmt::format("--set '{}': expected key=value, e.g. cluster.network=ib-edr", assignment));
+  std::string path = assignment.substr(0, eq);
+  std::string text = assignment.substr(eq + 1);
+  Json value;
+  try {
+    value = Json::parse(text);
+  } catch (const Json::parse_error&) {
+    value = text;  // a bare word is a string
+  }
+  Json* node = &json;
+  size_t start = 0;
+  while (true) {
+    size_t dot = path.find('.', start);
+    std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    bool last = dot == std::string::npos;
+    if (node->is_array()) {
+      char* end = nullptr;
+      long index = std::strtol(key.c_str(), &end, 10);
+      if (*end != '\0' || index < 0 || static_cast<size_t>(index) >= node->size())
+        throw InputError(fmt::format("--set '{}': '{}' is not an index of a {}-element list", assignment, key, node->size()));
+      node = &(*node)[static_cast<size_t>(index)];
+    } else if (node->is_object() || node->is_null()) {
+      if (!last && !node->contains(key)) (*node)[key] = Json::object();
+      node = &(*node)[key];
+    } else {
+      throw InputError(fmt::format("--set '{}': '{}' is inside a value, not an object", assignment, key));
+    }
+    if (last) break;
+    start = dot + 1;
+  }
+  *node = value;
+}
+
+namespace {
+
+sim::CollectiveAlgorithm parse_algorithm(JsonReader& r, const std::string& key) {
+  std::string a = r.get_enum(key, {"auto", "ring", "tree", "hierarchical"}, "auto");
+  if (a == "ring") return sim::CollectiveAlgorithm::ring;
+  if (a == "tree") return sim::CollectiveAlgorithm::tree;
+  if (a == "hierarchical") return sim::CollectiveAlgorithm::hierarchical;
+  return sim::CollectiveAlgorithm::automatic;
+}
+
+PhaseSpec parse_phase(JsonReader r, size_t index) {
+  PhaseSpec p;
+  p.name = r.get_string("name", fmt::format("phase{}", index + 1));
+  p.seq_len = r.get_positive_int("seq_len", 128);
+  p.micro_batch = r.get_positive_int("micro_batch", 32);
+  p.grad_accum = r.get_positive_int("grad_accum", 0);
+  p.global_batch = r.get_positive_int("global_batch", 0);
+  p.steps = r.get_positive_int("steps", 0);
+  p.epochs = r.get_positive("epochs", 0);
+  p.dataset_sequences = r.get_positive("dataset_sequences", 0);
+  p.max_predictions = r.get_positive_int("max_predictions", 0);
+  r.ignore("comment");
+  r.finish();
+  if (p.steps == 0 && (p.epochs == 0 || p.dataset_sequences == 0))
+    r.fail("steps", "either 'steps' or both 'epochs' and 'dataset_sequences'");
+  return p;
+}
+
+}  // namespace
+
+Scenario parse_scenario(const Json& json, const std::string& source) {
+  JsonReader r(json, source);
+  Scenario s;
+  s.file = source;
+  s.name = r.get_string("name", fs::path(source).stem().string());
+  s.description = r.get_string("description", "");
+  s.source = r.get_string("source", "");
+  r.ignore("comment");
+  r.ignore("assumptions");
+  s.model = r.require_string("model");
+
+  if (r.has("cluster")) {
+    JsonReader c = r.child("cluster");
+    s.node = c.get_string("node", s.node);
+    s.nodes = static_cast<int>(c.get_positive_int("nodes", 1));
+    s.gpus_per_node = static_cast<int>(c.get_positive_int("gpus_per_node", 0));
+    s.network = c.get_string("network", "");
+    if (c.has("fabric")) {
+      JsonReader f = c.child("fabric");
+      s.fabric.nodes_per_leaf = static_cast<int>(f.get_int("nodes_per_leaf", 0));
+      s.fabric.oversubscription = f.get_positive("oversubscription", 1.0);
+      if (s.fabric.oversubscription < 1) f.fail("oversubscription", "a ratio >= 1 (1 = non-blocking)");
+      f.finish();
+    }
+    c.finish();
+  }
+  if (r.has("recipe")) {
+    JsonReader t = r.child("recipe");
+    s.recipe.precision = models::parse_precision(t.get_string("precision", "fp16"), t.where("precision"));
+    s.recipe.optimizer = models::parse_optimizer(t.get_string("optimizer", "lamb"), t.where("optimizer"));
+    s.recipe.tensor_parallel = t.get_positive_int("tensor_parallel", 1);
+    s.recipe.recompute_activations = t.get_bool("recompute", false);
+    s.recipe.bucket_bytes = t.get_positive("bucket_mb", 25) * 1024 * 1024;
+    s.recipe.gradient_clipping = t.get_bool("gradient_clipping", true);
+    s.algorithm = parse_algorithm(t, "collective_algorithm");
+    s.channels = static_cast<int>(t.get_int("channels", 0));
+    s.exact = t.get_bool("exact_network", false);
+    t.finish();
+  }
+  const Json& phases = r.raw("phases");
+  if (!phases.is_array() || phases.empty()) r.fail("phases", "a non-empty list of phases");
+  for (size_t i = 0; i < phases.size(); ++i)
+    s.phases.push_back(parse_phase(JsonReader(phases[i], source, fmt::format("phases[{}]", i)), i));
+
+  if (r.has("overheads")) {
+    JsonReader o = r.child("overheads");
+    s.overheads.startup_seconds = o.get_non_negative("startup_seconds", 0);
+    s.overheads.checkpoint_seconds = o.get_non_negative("checkpoint_seconds", 0);
+    s.overheads.checkpoint_every_steps = o.get_int("checkpoint_every_steps", 0);
+    s.overheads.evaluation_seconds = o.get_non_negative("evaluation_seconds", 0);
+    s.overheads.evaluation_every_steps = o.get_int("evaluation_every_steps", 0);
+    o.finish();
+  }
+  if (r.has("prices")) {
+    JsonReader p = r.child("prices");
+    s.prices.rental = p.get_string("rental", "");
+    s.prices.spot = p.get_string("spot", "");
+    s.prices.purchase = p.get_string("purchase", "");
+    s.prices.network_purchase_usd_per_node = p.get_non_negative("network_purchase_usd_per_node", 0);
+    s.prices.amortisation_years = p.get_positive("amortisation_years", 3);
+    s.prices.electricity = p.get_string("electricity", s.prices.electricity);
+    s.prices.pue = p.get_string("pue", s.prices.pue);
+    s.prices.spot_preemption_overhead = p.get_non_negative("spot_preemption_overhead", 0.1);
+    p.finish();
+  }
+  if (r.has("published")) {
+    const Json& list = r.raw("published");
+    if (!list.is_array()) r.fail("published", "a list of {metric, value, tolerance, source}");
+    for (size_t i = 0; i < list.size(); ++i) {
+      JsonReader t(list[i], source, fmt::format("published[{}]", i));
+      PublishedTarget target;
+      target.metric = t.require_enum("metric", {"time_to_train_seconds", "scaling_efficiency", "rental_usd",
+                                                "rental_usd_at_published_time", "purchase_usd", "tflops_per_gpu", "cluster_pflops"});
+      target.value = t.require_positive("value");
+      target.tolerance = t.require_positive("tolerance");
+      target.source = t.require_string("source");
+      if (target.metric == "rental_usd_at_published_time") target.published_hours = t.require_positive("published_hours");
+      t.ignore("comment");
+      t.finish();
+      s.published.push_back(target);
+    }
+  }
+  if (r.has("scaling_baseline")) {
+    JsonReader b = r.child("scaling_baseline");
+    ScalingBaseline base;
+    base.model = b.require_string("model");
+    base.micro_batch = b.require_positive_int("micro_batch");
+    base.seq_len = b.require_positive_int("seq_len");
+    b.finish();
+    s.scaling_baseline = base;
+  }
+  r.finish();
+  return s;
+}
+
+Scenario load_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides) {
+  std::string path = name_or_path;
+  if (!fs::exists(path)) {
+    path = scenarios_directory() + "/" + name_or_path + ".json";
+    if (!fs::exists(path))
+      throw InputError(fmt::format("unknown scenario '{}': not a file and not a shipped scenario (expected one of: {})",
+                                   name_or_path, fmt::join(builtin_scenario_names(), ", ")));
+  }
+  Json json = core::load_json_file(path);
+  for (const auto& o : overrides) apply_override(json, o);
+  return parse_scenario(json, path);
+}
+
+}  // namespace ptsim::reports

@@ -1,0 +1,94 @@
+// reports/scenario.hpp — a what-if as data: model, cluster, recipe, training phases, overheads, prices,
+// and (for the shipped validation scenarios) the published results with their sources.
+// Every field has a default except the model; unknown fields are errors (docs/scenarios.md).
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json_reader.hpp"
+#include "models/recipe.hpp"
+#include "sim/collectives.hpp"
+#include "sim/topology.hpp"
+
+namespace ptsim::reports {
+
+struct PhaseSpec {
+  std::string name;
+  int64_t seq_len = 128;
+  int64_t micro_batch = 32;
+  int64_t grad_accum = 0;         // 0: derive from global_batch (or 1)
+  int64_t global_batch = 0;       // 0: micro_batch × grad_accum × data-parallel ranks
+  int64_t steps = 0;              // 0: derive from epochs × dataset_sequences ÷ global batch
+  double epochs = 0;
+  double dataset_sequences = 0;
+  int64_t max_predictions = 0;    // 0: 20 at seq 128, 80 at 512
+};
+
+struct Overheads {
+  double startup_seconds = 0;
+  double checkpoint_seconds = 0;
+  int64_t checkpoint_every_steps = 0;
+  double evaluation_seconds = 0;
+  int64_t evaluation_every_steps = 0;
+};
+
+struct PriceChoice {
+  std::string rental;             // price item names in hwprofiles/prices ("" = none)
+  std::string spot;
+  std::string purchase;           // "" = the node's purchase price if one is listed
+  double network_purchase_usd_per_node = 0;
+  double amortisation_years = 3;
+  std::string electricity = "electricity-us-2020";
+  std::string pue = "pue-typical";
+  double spot_preemption_overhead = 0.1;
+};
+
+struct PublishedTarget {
+  // time_to_train_seconds | scaling_efficiency | rental_usd | rental_usd_at_published_time | purchase_usd |
+  // tflops_per_gpu | cluster_pflops
+  std::string metric;
+  double value = 0;
+  double tolerance = 0;           // relative (absolute for scaling_efficiency: 0.10 = ±10 points)
+  double published_hours = 0;     // rental_usd_at_published_time: the published duration the price applies to
+  std::string source;
+};
+
+struct ScalingBaseline {           // efficiency against another model's single-GPU FLOP rate (Megatron)
+  std::string model;
+  int64_t micro_batch = 0;
+  int64_t seq_len = 0;
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::string source;
+  std::string file;
+  std::string model;
+  std::string node = "dgx-1";
+  int nodes = 1;
+  int gpus_per_node = 0;          // 0 = all of the node's GPUs (e.g. 1 for a single-GPU run on a DGX)
+  std::string network;            // "" = the node's default network
+  sim::FabricConfig fabric;
+  models::Recipe recipe;          // precision, optimizer, tensor parallel, recompute, buckets (per-phase sizes come from phases)
+  sim::CollectiveAlgorithm algorithm = sim::CollectiveAlgorithm::automatic;
+  int channels = 0;
+  bool exact = false;             // simulate every flow (slow on big clusters)
+  std::vector<PhaseSpec> phases;
+  Overheads overheads;
+  PriceChoice prices;
+  std::vector<PublishedTarget> published;
+  std::optional<ScalingBaseline> scaling_baseline;
+};
+
+// `name_or_path`: a shipped scenario (reports/scenarios/<name>.json) or a file. `overrides` are
+// "dotted.path=value" edits applied to the JSON before it is read (value parsed as JSON, else a string).
+Scenario load_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides = {});
+Scenario parse_scenario(const core::Json& json, const std::string& source);
+std::vector<std::string> builtin_scenario_names();
+std::string scenarios_directory();
+// Applies one "a.b.0.c=value" override; InputError names the override on a bad path.
+void apply_override(core::Json& json, const std::string& assignment);
+
+}  // namespace ptsim::reports

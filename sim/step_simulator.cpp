@@ -1,0 +1,217 @@
+// sim/step_simulator.cpp — the training-step schedule on the event engine (see the header).
+#include "sim/step_simulator.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "core/error.hpp"
+#include "sim/compute_model.hpp"
+#include "sim/event_engine.hpp"
+#include "sim/network.hpp"
+
+namespace ptsim::sim {
+namespace {
+
+using models::OpKind;
+using models::Phase;
+
+bool is_body(Phase p) { return p == Phase::forward || p == Phase::recompute || p == Phase::backward; }
+
+class StepRun {
+ public:
+  StepRun(const models::TaskGraph& g, const ClusterConfig& c, bool record)
+      : g_(g), c_(c), record_(record), network_(engine_), topology_(network_, c.cluster) {
+    tp_ = g.recipe.tensor_parallel;
+    dp_ = g.recipe.data_parallel;
+    micro_steps_ = static_cast<int>(g.micro_steps);
+    op_seconds_.resize(g.ops.size());
+    for (const auto& op : g.ops) op_seconds_[static_cast<size_t>(op.id)] = op_cost(op, c.gpu).seconds;
+    build_groups();
+    for (const auto& op : g.ops) {
+      if (is_body(op.phase)) body_.push_back(op.id);
+      else if (op.phase == Phase::communication) comm_.push_back(op.id);
+      else tail_.push_back(op.id);
+    }
+    // For each data-parallel all-reduce: the body ops whose completion (in the last micro-step) it waits for.
+    comm_done_.assign(g.ops.size(), false);
+    done_in_last_.assign(g.ops.size(), false);
+    for (int id : comm_) {
+      std::vector<int> deps;
+      for (auto [e, end] = boost::in_edges(id, g.deps); e != end; ++e) deps.push_back(static_cast<int>(boost::source(*e, g.deps)));
+      comm_deps_[id] = deps;
+    }
+  }
+
+  StepSimulation run() {
+    engine_.schedule_at(0.0, [this] { compute_next(); });
+    engine_.run();
+    result_.iteration_seconds = finish_;
+    result_.exposed_comm_seconds = std::max(0.0, finish_ - result_.compute_seconds);
+    return result_;
+  }
+
+ private:
+  // ---- groups ----
+  void build_groups() {
+    const int gpus = c_.gpu_count();
+    if (dp_ * tp_ != gpus)
+      throw core::InputError(fmt::format("data-parallel {} × tensor-parallel {} = {} GPUs, but the cluster has {} "
+                                         "({} nodes × {} GPUs): make them match",
+                                         dp_, tp_, dp_ * tp_, gpus, c_.cluster.nodes, c_.cluster.node.gpus_per_node));
+    if (tp_ > c_.cluster.node.gpus_per_node)
+      throw core::InputError(fmt::format("tensor-parallel {} exceeds the {} GPUs of a {} node (tensor parallelism "
+                                         "stays inside a node)", tp_, c_.cluster.node.gpus_per_node, c_.cluster.node.name));
+    // Tensor-parallel groups: tp consecutive ranks. Data-parallel groups: same position in every TP group.
+    for (int t = 0; t < tp_; ++t) {
+      std::vector<int> group;
+      for (int d = 0; d < dp_; ++d) group.push_back(d * tp_ + t);
+      dp_groups_.push_back(group);
+    }
+    for (int d = 0; d < dp_; ++d) {
+      std::vector<int> group;
+      for (int t = 0; t < tp_; ++t) group.push_back(d * tp_ + t);
+      tp_groups_.push_back(group);
+    }
+  }
+
+  int channels() const {
+    if (c_.channels > 0) return c_.channels;
+    return std::max(2, c_.cluster.node.nics_per_node);
+  }
+
+  std::shared_ptr<const PreparedCollective> prepared(const models::Op& op) {
+    const bool tp = op.attrs.comm.group == models::CommGroup::tensor_parallel;
+    auto& cache = tp ? tp_cache_ : dp_cache_;
+    auto it = cache.find(op.attrs.comm.bytes);
+    if (it != cache.end()) return it->second;
+    CollectiveSpec spec;
+    spec.kind = CollectiveKind::all_reduce;
+    spec.bytes = op.attrs.comm.bytes;
+    const auto& groups = tp ? tp_groups_ : dp_groups_;
+    spec.ranks = groups.front();
+    spec.concurrent_groups.assign(groups.begin() + 1, groups.end());
+    spec.algorithm = tp ? CollectiveAlgorithm::ring : c_.data_parallel_algorithm;
+    spec.channels = channels();
+    spec.mode = c_.mode;
+    auto p = prepare_collective(topology_, spec);
+    if (!tp) result_.data_parallel_algorithm = to_string(p->algorithm);
+    cache[op.attrs.comm.bytes] = p;
+    return p;
+  }
+
+  void record(int op, int micro, Stream stream, double start, double end) {
+    if (record_) result_.timeline.push_back({op, micro, stream, start, end});
+    finish_ = std::max(finish_, end);
+  }
+
+  // ---- compute stream ----
+  void compute_next() {
+    while (true) {
+      size_t body_items = body_.size() * static_cast<size_t>(micro_steps_);
+      if (cursor_ >= body_items + tail_.size()) return;
+      int micro = 0;
+      int id = 0;
+      if (cursor_ < body_items) {
+        micro = static_cast<int>(cursor_ / body_.size());
+        id = body_[cursor_ % body_.size()];
+      } else {
+        id = tail_[cursor_ - body_items];
+        if (!tail_ready(id)) {
+          waiting_ = true;  // resumed when a data-parallel all-reduce completes
+          return;
+        }
+      }
+      const models::Op& op = g_.op(id);
+      const double start = engine_.now();
+      if (models::is_communication(op.kind)) {  // tensor-parallel all-reduce: blocks the compute stream
+        result_.flows_started += run_prepared_collective(network_, prepared(op), start,
+                                                         [this, id, micro, start](const CollectiveResult& r) {
+                                                           result_.blocking_comm_seconds += r.duration_seconds();
+                                                           record(id, micro, Stream::compute, start, r.finish_seconds);
+                                                           finish_op(id, micro);
+                                                         }).flows_started;
+        return;
+      }
+      const double end = start + op_seconds_[static_cast<size_t>(id)];
+      result_.compute_seconds += end - start;
+      engine_.schedule_at(end, [this, id, micro, start, end] {
+        record(id, micro, Stream::compute, start, end);
+        finish_op(id, micro);
+      });
+      return;
+    }
+  }
+
+  void finish_op(int id, int micro) {
+    ++cursor_;
+    if (micro == micro_steps_ - 1 && is_body(g_.op(id).phase)) {
+      done_in_last_[static_cast<size_t>(id)] = true;
+      try_start_comm();
+    }
+    compute_next();
+  }
+
+  bool tail_ready(int id) const {
+    for (auto [e, end] = boost::in_edges(id, g_.deps); e != end; ++e) {
+      int dep = static_cast<int>(boost::source(*e, g_.deps));
+      if (g_.op(dep).phase == Phase::communication && !comm_done_[static_cast<size_t>(dep)]) return false;
+    }
+    return true;
+  }
+
+  // ---- communication stream ----
+  void try_start_comm() {
+    if (comm_busy_ || comm_cursor_ >= comm_.size()) return;
+    int id = comm_[comm_cursor_];
+    for (int dep : comm_deps_[id]) {
+      const models::Op& d = g_.op(dep);
+      if (is_body(d.phase) && !done_in_last_[static_cast<size_t>(dep)]) return;
+      if (d.phase == Phase::communication && !comm_done_[static_cast<size_t>(dep)]) return;
+    }
+    comm_busy_ = true;
+    const double start = engine_.now();
+    result_.flows_started += run_prepared_collective(network_, prepared(g_.op(id)), start,
+                                                     [this, id, start](const CollectiveResult& r) {
+                                                       result_.data_parallel_comm_seconds += r.duration_seconds();
+                                                       record(id, 0, Stream::communication, start, r.finish_seconds);
+                                                       comm_done_[static_cast<size_t>(id)] = true;
+                                                       comm_busy_ = false;
+                                                       ++comm_cursor_;
+                                                       try_start_comm();
+                                                       if (waiting_) {
+                                                         waiting_ = false;
+                                                         compute_next();
+                                                       }
+                                                     }).flows_started;
+  }
+
+  const models::TaskGraph& g_;
+  const ClusterConfig& c_;
+  bool record_;
+  EventEngine engine_;
+  Network network_;
+  Topology topology_;
+  int64_t tp_ = 1, dp_ = 1;
+  int micro_steps_ = 1;
+  std::vector<double> op_seconds_;
+  std::vector<std::vector<int>> dp_groups_, tp_groups_;
+  std::vector<int> body_, comm_, tail_;
+  std::map<int, std::vector<int>> comm_deps_;
+  std::vector<bool> comm_done_, done_in_last_;
+  std::map<double, std::shared_ptr<const PreparedCollective>> dp_cache_, tp_cache_;
+  size_t cursor_ = 0, comm_cursor_ = 0;
+  bool comm_busy_ = false, waiting_ = false;
+  double finish_ = 0;
+  StepSimulation result_;
+};
+
+}  // namespace
+
+StepSimulation simulate_step(const models::TaskGraph& graph, const ClusterConfig& config, bool record_timeline) {
+  return StepRun(graph, config, record_timeline).run();
+}
+
+}  // namespace ptsim::sim
