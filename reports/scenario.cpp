@@ -170,6 +170,7 @@ Scenario parse_scenario(const Json& json, const std::string& source) {
       target.tolerance = t.require_positive("tolerance");
       target.source = t.require_string("source");
       if (target.metric == "rental_usd_at_published_time") target.published_hours = t.require_positive("published_hours");
+      target.known_gap = t.get_string("known_gap", "");
       t.ignore("comment");
       t.finish();
       s.published.push_back(target);

@@ -51,6 +51,7 @@ struct PublishedTarget {
   double value = 0;
   double tolerance = 0;           // relative (absolute for scaling_efficiency: 0.10 = ±10 points)
   double published_hours = 0;     // rental_usd_at_published_time: the published duration the price applies to
+  std::string known_gap;          // why the prediction may miss this target (printed by validate)
   std::string source;
 };
 

@@ -82,8 +82,11 @@ struct PreparedCollective {
   std::vector<Step> steps;
 };
 std::shared_ptr<const PreparedCollective> prepare_collective(Topology& topology, const CollectiveSpec& spec);
+// `alone_on_network`: the caller guarantees that no other flow starts on `network` until this collective
+// finishes; repeated steps that ran on an idle network are then fast-forwarded (same result, fewer events).
 CollectiveResult run_prepared_collective(Network& network, std::shared_ptr<const PreparedCollective> prepared,
-                                         double start_seconds, std::function<void(const CollectiveResult&)> on_done);
+                                         double start_seconds, std::function<void(const CollectiveResult&)> on_done,
+                                         bool alone_on_network = false);
 
 // Starts the collective at `start_seconds` (>= engine now) on topology.network(); `on_done` runs from
 // the engine when the last step completes. Returns at once; the returned result has the algorithm

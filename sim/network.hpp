@@ -65,6 +65,10 @@ class Network {
   // Forces a solve if one is pending, so tests can read rates right after starting flows.
   double flow_rate(FlowId id);
   std::size_t active_flow_count() const { return flows_.size(); }  // in their transfer phase
+  // No flow in its latency or transfer phase.
+  bool idle() const { return flows_.empty() && pending_.empty(); }
+  // Flows started so far (ids are consecutive from 1).
+  std::uint64_t flows_started() const { return next_flow_id_ - 1; }
   // Bytes carried by a link so far (sum over hops of link_share × bytes moved), up to the last update.
   double link_bytes_carried(LinkId id) const { return link_bytes_.at(static_cast<std::size_t>(id)); }
   std::uint64_t solve_count() const { return solve_count_; }

@@ -45,6 +45,8 @@ class StepRun {
     }
   }
 
+  // Without tensor parallelism the gradient all-reduces are the only network traffic: one at a time on the
+  // communication stream, so each runs alone and its repeated steps can be fast-forwarded.
   StepSimulation run() {
     engine_.schedule_at(0.0, [this] { compute_next(); });
     engine_.run();
@@ -96,10 +98,26 @@ class StepRun {
     spec.algorithm = tp ? CollectiveAlgorithm::ring : c_.data_parallel_algorithm;
     spec.channels = channels();
     spec.mode = c_.mode;
+    if (!tp && spec.algorithm == CollectiveAlgorithm::automatic) {
+      // One choice for all buckets (they are about the same size), made on the largest: like NCCL's tuner,
+      // whose choice changes only across orders of magnitude of message size.
+      if (dp_choice_ == CollectiveAlgorithm::automatic) {
+        CollectiveSpec largest = spec;
+        largest.bytes = largest_bucket_bytes();
+        dp_choice_ = choose_algorithm(topology_, largest);
+      }
+      spec.algorithm = dp_choice_;
+    }
     auto p = prepare_collective(topology_, spec);
     if (!tp) result_.data_parallel_algorithm = to_string(p->algorithm);
     cache[op.attrs.comm.bytes] = p;
     return p;
+  }
+
+  double largest_bucket_bytes() const {
+    double largest = 0;
+    for (int id : comm_) largest = std::max(largest, g_.op(id).attrs.comm.bytes);
+    return largest;
   }
 
   void record(int op, int micro, Stream stream, double start, double end) {
@@ -185,7 +203,8 @@ class StepRun {
                                                          waiting_ = false;
                                                          compute_next();
                                                        }
-                                                     }).flows_started;
+                                                     },
+                                                     /*alone_on_network=*/tp_ == 1).flows_started;
   }
 
   const models::TaskGraph& g_;
@@ -202,6 +221,7 @@ class StepRun {
   std::map<int, std::vector<int>> comm_deps_;
   std::vector<bool> comm_done_, done_in_last_;
   std::map<double, std::shared_ptr<const PreparedCollective>> dp_cache_, tp_cache_;
+  CollectiveAlgorithm dp_choice_ = CollectiveAlgorithm::automatic;
   size_t cursor_ = 0, comm_cursor_ = 0;
   bool comm_busy_ = false, waiting_ = false;
   double finish_ = 0;
