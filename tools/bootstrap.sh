@@ -7,7 +7,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${1:-build}"
 
 packages=(meson ninja-build g++ pkg-config libeigen3-dev libboost-graph-dev libfmt-dev
-          nlohmann-json3-dev doctest-dev libcli11-dev libopenmpi-dev openmpi-bin)
+          nlohmann-json3-dev doctest-dev libcli11-dev libopenmpi-dev openmpi-bin
+          bible-kjv-text)  # bible-kjv-text: the demo corpus (tools/make_corpus.sh)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
