@@ -68,8 +68,10 @@ std::string save_checkpoint(const std::string& dir, int64_t step, std::span<cons
   std::vector<SafetensorsView> model_views;
   model_views.reserve(tensors.size());
   for (const CheckpointTensorView& t : tensors) model_views.push_back(safetensors_f32_view(t.name, t.values, t.shape));
+  // transformers refuses a model.safetensors whose "format" is not pt/tf/flax/mlx: say "pt" (PyTorch
+  // tensor names and layout) and keep ptsim's own format tag beside it.
   write_safetensors((temp_dir / kModelFile).string(), model_views,
-                    {{"format", kCheckpointFormat}, {"step", std::to_string(step)}});
+                    {{"format", "pt"}, {"ptsim_format", kCheckpointFormat}, {"step", std::to_string(step)}});
 
   // 2. optimizer.safetensors
   std::vector<SafetensorsView> opt_views;

@@ -1,0 +1,18 @@
+// runtime/comm/single_process_communicator.hpp — the communicator of a run with one rank: size 1, every
+// collective a no-op (the sum over one rank is the data itself).
+// Not here: threads pretending to be ranks (use mpirun -np N for real data parallelism).
+#pragma once
+#include "runtime/comm/communicator.hpp"
+
+namespace ptsim::runtime {
+
+class SingleProcessCommunicator final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  void all_reduce_sum(std::span<float>) override {}
+  void all_reduce_sum(std::span<double>) override {}
+  void barrier() override {}
+};
+
+}  // namespace ptsim::runtime

@@ -1,0 +1,86 @@
+// runtime/exec/executor.hpp — executes a TaskGraph for real: allocates its tensors from the memory plan
+// (one activation arena at the plan's offsets; persistent buffers for weights/gradients), runs the ops of
+// one micro-step in order through a Backend, times every op (same op ids as the simulator), and runs the
+// step tail (gradient all-reduce through a Communicator, global norm, optimizer updates by bucket).
+// Not here: kernels (runtime/exec/cpu_backend.*), data loading, the training loop (runtime/train/).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "models/memory_plan.hpp"
+#include "models/task_graph.hpp"
+
+namespace ptsim::runtime {
+
+class Optimizer;     // runtime/optim/optimizer.hpp
+struct ParamSlot;    // runtime/optim/optimizer.hpp
+class Communicator;  // runtime/comm/communicator.hpp
+
+// Scalar type the CPU backend computes in: fp32 for training, fp64 for finite-difference checks.
+// Graph dtypes (f16/bf16) describe the GPU plan; on the CPU every float tensor is stored in this type, so
+// the executor requires a graph built with precision fp32 (plan offsets are then exact for f32; for f64
+// the arena and every offset are scaled by 2). See docs/executor.md.
+enum class ComputeType { f32, f64 };
+
+struct ExecutorOptions {
+  ComputeType compute = ComputeType::f32;
+  uint64_t seed = 1234;        // dropout streams: hash(seed, step, micro_step, op.attrs.rng_stream)
+  bool time_ops = true;        // measure every op's wall time
+  int threads = 0;             // 0 = Eigen's default (Eigen::setNbThreads; single-threaded without OpenMP)
+};
+
+class Executor {
+ public:
+  Executor(const models::TaskGraph& graph, ExecutorOptions options);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  const models::TaskGraph& graph() const;
+  const models::MemoryPlan& plan() const;
+  size_t allocated_activation_bytes() const;  // the arena really allocated (= plan.activations_peak_bytes; ×2 for f64)
+
+  // Parameters: BERT/GPT-2 init (normal(0, 0.02) for matrices and embeddings, LayerNorm weight 1, biases 0).
+  void init_parameters(uint64_t seed);
+  // Host views of a tensor's storage, in the executor's compute type (f32 or f64) or int32 for inputs.
+  std::span<float> f32(int tensor_id);
+  std::span<double> f64(int tensor_id);
+  std::span<int32_t> i32(int tensor_id);
+
+  void zero_gradients();
+  // One micro-step: forward, (recompute), backward. Inputs must have been filled via i32(...) / f32/f64(loss_grad).
+  // Returns the loss (graph.loss_tensor). micro_step 0 starts an optimizer step: gradients are zeroed first
+  // (so calling zero_gradients() before it is harmless but not needed).
+  double run_micro_step(int64_t step, int64_t micro_step);
+  // The step tail: all_reduce ops through `comm` (may be null when data_parallel == 1), grad_norm, and
+  // optimizer_update ops through `optimizer` (slot i == graph.params[i]) with learning rate `lr`.
+  // all_reduce sums then divides by comm->size() (gradients averaged over ranks). A null optimizer skips
+  // the updates (communication and norm only); f64 compute refuses a non-null one. A non-finite global
+  // norm skips the update (last_step_skipped()).
+  void run_step_tail(Communicator* comm, Optimizer* optimizer, double lr);
+
+  // Measured seconds per op id, accumulated since the last reset (body ops: summed over micro-steps).
+  const std::vector<double>& op_seconds() const;
+  const std::vector<int>& op_executions() const;
+  void reset_timers();
+
+  // ---- additions (runtime/exec) ----
+  ComputeType compute() const;
+  // One ParamSlot per graph.params[i] (slot i), pointing at this executor's weight and gradient storage:
+  // what to build the Optimizer from. f32 compute only (throws core::InputError for f64).
+  std::vector<ParamSlot> param_slots();
+  // The global gradient L2 norm the last run_step_tail computed (by the grad_norm op, or before the first
+  // update when the graph has none; NaN when neither ran), and whether that tail skipped the optimizer
+  // because the norm was not finite (weights and optimizer state unchanged).
+  double last_grad_norm() const;
+  bool last_step_skipped() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ptsim::runtime

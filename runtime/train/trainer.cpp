@@ -1,0 +1,555 @@
+// runtime/train/trainer.cpp — the training loop (see trainer.hpp; docs/training.md).
+// Determinism, which --resume relies on: parameters come from init_parameters(seed) on every rank; dropout
+// masks are a function of (seed, step, micro_step, op stream) inside the executor; the data order is a
+// function of (seed, epoch, cursor) in BatchLoader. A checkpoint stores weights, optimizer moments and step
+// count, the loader cursor and everything the schedule needs, so a resumed run repeats the straight run's
+// arithmetic exactly.
+#include "runtime/train/trainer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <memory>
+
+#include "core/error.hpp"
+#include "models/builder.hpp"
+#include "models/model_spec.hpp"
+#include "models/task_graph.hpp"
+#include "runtime/checkpoint/atomic_file.hpp"
+#include "runtime/checkpoint/checkpoint.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "runtime/data/pretraining_dataset.hpp"
+#include "runtime/data/tokenizer.hpp"        // defines: hash_to_hex
+#include "runtime/exec/executor.hpp"
+#include "runtime/optim/optimizer.hpp"
+#include "runtime/train/op_times.hpp"
+
+namespace ptsim::runtime {
+
+namespace {
+
+using core::InputError;
+using core::Json;
+namespace fs = std::filesystem;
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void on_stop_signal(int sig) {
+  if (g_stop_signal != 0) {  // second signal: the user means it
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  g_stop_signal = sig;
+}
+
+using Clock = std::chrono::steady_clock;
+double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+std::string format_duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto s = static_cast<int64_t>(std::llround(seconds));
+  if (s >= 3600) return fmt::format("{}h{:02}m{:02}s", s / 3600, (s / 60) % 60, s % 60);
+  if (s >= 60) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}s", s);
+}
+
+// Parameters with one row (or entry) per vocabulary id: stored padded to padded_vocab_size() in the graph,
+// saved with the true vocab size (what transformers' BertForPreTraining expects).
+bool is_vocab_parameter(const std::string& name) {
+  return name == "bert.embeddings.word_embeddings.weight" || name == "cls.predictions.bias";
+}
+
+// Whether an activation's bytes still hold its value when the micro-step is over: true when no tensor
+// produced after its last reader is placed over it in the arena (models/memory_plan.hpp). Used to read the
+// MLM and NSP losses (scalars consumed by the "loss" add op) without changing the executor.
+bool survives_micro_step(const models::TaskGraph& g, const models::MemoryPlan& plan, int id) {
+  const size_t i = static_cast<size_t>(id);
+  if (id < 0 || i >= plan.offset.size() || plan.offset[i] < 0) return false;
+  const models::Tensor& t = g.tensor(id);
+  const int death = std::max(plan.last_use[i], t.producer);
+  const int64_t lo = plan.offset[i], hi = lo + t.bytes();
+  for (const models::Tensor& o : g.tensors) {
+    const size_t j = static_cast<size_t>(o.id);
+    if (o.id == id || plan.offset[j] < 0 || o.producer <= death) continue;
+    const models::Phase phase = g.op(o.producer).phase;
+    if (phase == models::Phase::communication || phase == models::Phase::optimizer) continue;  // the tail
+    if (plan.offset[j] < hi && lo < plan.offset[j] + o.bytes()) return false;
+  }
+  return true;
+}
+
+int find_tensor(const models::TaskGraph& g, const std::string& name) {
+  for (const models::Tensor& t : g.tensors)
+    if (t.name == name) return t.id;
+  return -1;
+}
+
+void validate_config(const TrainConfig& c) {
+  auto fail = [](const std::string& msg) { throw InputError("ptsim train: " + msg); };
+  if (c.data_dir.empty()) fail("--data DIR is required (a directory written by 'ptsim data prepare')");
+  if (c.steps <= 0) fail(fmt::format("--steps must be positive, got {}", c.steps));
+  if (c.stop_after < 0) fail(fmt::format("--stop-after must be >= 0, got {}", c.stop_after));
+  if (c.micro_batch <= 0) fail(fmt::format("--micro-batch must be positive, got {}", c.micro_batch));
+  if (c.grad_accum <= 0) fail(fmt::format("--grad-accum must be positive, got {}", c.grad_accum));
+  if (!(c.lr > 0) || !std::isfinite(c.lr)) fail(fmt::format("--lr must be a positive number, got {}", c.lr));
+  if (!(c.warmup >= 0 && c.warmup <= 1)) fail(fmt::format("--warmup is a fraction of --steps in [0, 1], got {}", c.warmup));
+  if (c.checkpoint_every < 0) fail(fmt::format("--checkpoint-every must be >= 0, got {}", c.checkpoint_every));
+  if (c.checkpoint_every > 0 && c.checkpoint_dir.empty()) fail("--checkpoint-every needs --checkpoint-dir");
+  if (c.resume && c.checkpoint_dir.empty()) fail("--resume needs --checkpoint-dir (the directory to resume from)");
+  if (c.threads < 0) fail(fmt::format("--threads must be >= 0, got {}", c.threads));
+  if (c.progress_every < 0) fail(fmt::format("--progress-every must be >= 0, got {}", c.progress_every));
+}
+
+LrSchedule make_schedule(const TrainConfig& c) {
+  LrSchedule s;
+  s.kind = c.schedule;
+  s.peak_lr = c.lr;
+  s.total_steps = c.steps;
+  s.warmup_proportion = c.warmup;
+  if (c.schedule == LrScheduleKind::warmup_constant_linear) {
+    s.warmup_steps = static_cast<int64_t>(std::llround(c.warmup * static_cast<double>(c.steps)));
+    s.constant_steps = 0;
+  }
+  validate_lr_schedule(s);
+  return s;
+}
+
+// Everything a resumed run must agree on, as stored in state.json's extra.run. Compared field by field.
+Json run_identity(const TrainConfig& c, const models::TaskGraph& g, uint64_t vocab_hash, int world_size) {
+  const models::ModelSpec& m = g.model;
+  return {{"model",
+           {{"name", m.name},
+            {"num_layers", m.num_layers},
+            {"hidden_size", m.hidden_size},
+            {"num_heads", m.num_heads},
+            {"intermediate_size", m.intermediate_size},
+            {"vocab_size", m.vocab_size},
+            {"max_position_embeddings", m.max_position_embeddings}}},
+          {"vocab_hash", data::hash_to_hex(vocab_hash)},
+          {"seq_len", g.recipe.seq_len},
+          {"max_predictions", g.recipe.max_predictions_per_seq()},
+          {"micro_batch", c.micro_batch},
+          {"grad_accum", c.grad_accum},
+          {"world_size", world_size},
+          {"optimizer", models::to_string(c.optimizer)},
+          {"dropout", c.dropout},
+          {"clipping", c.clipping},
+          {"shuffle", c.shuffle},
+          {"seed", c.seed}};
+}
+
+// The HuggingFace BertConfig for the saved weights (so transformers' from_pretrained can read the step
+// directory: config.json + model.safetensors).
+Json hf_bert_config(const models::ModelSpec& m) {
+  return {{"architectures", Json::array({"BertForPreTraining"})},
+          {"model_type", "bert"},
+          {"vocab_size", m.vocab_size},
+          {"hidden_size", m.hidden_size},
+          {"num_hidden_layers", m.num_layers},
+          {"num_attention_heads", m.num_heads},
+          {"intermediate_size", m.intermediate_size},
+          {"hidden_act", "gelu"},  // erf GELU, as the graph's BERT gelu ops (gelu_tanh = false)
+          {"hidden_dropout_prob", m.hidden_dropout},
+          {"attention_probs_dropout_prob", m.attention_dropout},
+          {"max_position_embeddings", m.max_position_embeddings},
+          {"type_vocab_size", m.type_vocab_size},
+          {"layer_norm_eps", m.layer_norm_eps},
+          {"initializer_range", 0.02},
+          {"pad_token_id", 0},
+          {"torch_dtype", "float32"}};
+}
+
+class MetricsLog {
+ public:
+  MetricsLog(const std::string& path, bool append) {
+    if (path.empty()) return;
+    file_ = std::fopen(path.c_str(), append ? "a" : "w");
+    if (!file_) throw InputError(fmt::format("ptsim train: cannot open the metrics file '{}' for writing", path));
+  }
+  ~MetricsLog() {
+    if (file_) std::fclose(file_);
+  }
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+  void write(const Json& line) {
+    if (!file_) return;
+    std::fputs((line.dump() + "\n").c_str(), file_);
+    std::fflush(file_);
+  }
+
+ private:
+  std::FILE* file_ = nullptr;
+};
+
+class Trainer {
+ public:
+  Trainer(const TrainConfig& config, Communicator& comm, std::FILE* progress)
+      : c_(config), comm_(comm), progress_(comm.rank() == 0 ? progress : nullptr) {}
+
+  TrainSummary run() {
+    setup();
+    if (c_.resume) resume_from_checkpoint();
+    loop();
+    return summary_;
+  }
+
+ private:
+  void setup() {
+    validate_config(c_);
+    rank_ = comm_.rank();
+    world_ = comm_.size();
+    dataset_ = data::PretrainingDataset::open(c_.data_dir);
+
+    models::ModelSpec model = models::load_model(c_.model);
+    if (model.family != models::ModelFamily::bert)
+      throw InputError(fmt::format("ptsim train: model '{}' is {}; ptsim train runs BERT pretraining (MLM + NSP) only",
+                                   c_.model, models::to_string(model.family)));
+    // The tokenizer decides the vocabulary: the model's embedding and decoder take the dataset's vocab size
+    // (the shards record it; it equals the line count of DIR/vocab.txt).
+    model_vocab_before_ = model.vocab_size;
+    model.vocab_size = dataset_->vocab_size();
+
+    models::Recipe recipe;
+    recipe.precision = models::Precision::fp32;  // the CPU backend computes fp32
+    recipe.micro_batch = c_.micro_batch;
+    recipe.seq_len = dataset_->seq_len();
+    recipe.grad_accum = c_.grad_accum;
+    recipe.optimizer = c_.optimizer;
+    recipe.data_parallel = world_;
+    recipe.max_predictions = dataset_->max_predictions();
+    recipe.include_dropout = c_.dropout;
+    recipe.gradient_clipping = c_.clipping;
+    graph_ = std::make_unique<models::TaskGraph>(models::build_task_graph(model, recipe));
+
+    ExecutorOptions eo;
+    eo.compute = ComputeType::f32;
+    eo.seed = c_.seed;
+    eo.time_ops = true;
+    eo.threads = c_.threads;
+    executor_ = std::make_unique<Executor>(*graph_, eo);
+    executor_->init_parameters(c_.seed);
+    zero_vocab_padding();
+    for (auto [name, slot] : {std::pair{"cls.predictions.loss", &mlm_tensor_}, std::pair{"cls.seq_relationship.loss", &nsp_tensor_}}) {
+      const int id = find_tensor(*graph_, name);
+      *slot = survives_micro_step(*graph_, executor_->plan(), id) ? id : -1;
+    }
+
+    std::vector<ParamSlot> slots = executor_->param_slots();  // slot i == graph.params[i]
+    OptimizerConfig oc = default_optimizer_config(c_.optimizer);
+    if (!c_.clipping) oc.max_grad_norm = 0;
+    optimizer_ = make_optimizer(oc, std::move(slots));
+    schedule_ = make_schedule(c_);
+
+    data::BatchLoaderOptions lo;
+    lo.rank = rank_;
+    lo.world_size = world_;
+    lo.seed = c_.seed;
+    lo.shuffle = c_.shuffle;
+    loader_ = std::make_unique<data::BatchLoader>(*dataset_, lo);
+    if (loader_->instances_per_epoch() == 0)
+      throw InputError(fmt::format("ptsim train: dataset '{}' has {} instances, fewer than the {} ranks", c_.data_dir,
+                                   dataset_->num_instances(), world_));
+  }
+
+  // Rows >= vocab_size of the vocab-sized parameters are GEMM padding: never looked up, excluded from the
+  // softmax, so their gradient is always 0. Zeroing them once keeps them 0 for ever (Adam moments stay 0,
+  // u = λ·0), which makes "slice on save, pad with zeros on load" exact, and keeps them out of ‖w‖ (LAMB).
+  void zero_vocab_padding() {
+    const int64_t vocab = graph_->model.vocab_size;
+    for (const models::Parameter& p : graph_->params) {
+      if (!is_vocab_parameter(p.name)) continue;
+      const models::Tensor& t = graph_->tensor(p.weight);
+      const int64_t row = t.elements() / t.shape.at(0);
+      std::span<float> w = executor_->f32(p.weight);
+      std::fill(w.begin() + vocab * row, w.end(), 0.0f);
+    }
+  }
+
+  // The saved part of parameter p: all of it, or its first vocab_size rows.
+  std::span<float> saved_values(const models::Parameter& p, std::vector<int64_t>* shape) {
+    const models::Tensor& t = graph_->tensor(p.weight);
+    std::span<float> w = executor_->f32(p.weight);
+    if (shape) *shape = t.shape;
+    if (!is_vocab_parameter(p.name)) return w;
+    const int64_t vocab = graph_->model.vocab_size;
+    const int64_t row = t.elements() / t.shape.at(0);
+    if (shape) (*shape)[0] = vocab;
+    return w.first(static_cast<size_t>(vocab * row));
+  }
+
+  void resume_from_checkpoint() {
+    std::optional<Checkpoint> ckpt = load_latest_checkpoint(c_.checkpoint_dir);
+    if (!ckpt)
+      throw InputError(fmt::format("ptsim train --resume: no checkpoint in '{}' (expected {}/latest or step_<N>/; "
+                                   "drop --resume to start from step 0)",
+                                   c_.checkpoint_dir, c_.checkpoint_dir));
+    const Json& extra = ckpt->extra;
+    auto field = [&](const char* key) -> const Json& {
+      if (!extra.contains(key))
+        throw InputError(fmt::format("{}/state.json: extra.{} is missing (not written by ptsim train?)", ckpt->dir, key));
+      return extra.at(key);
+    };
+    // The run must be the same run: compare every identity field and name the first that differs.
+    const Json expected = run_identity(c_, *graph_, dataset_->vocab_hash(), world_);
+    const Json& saved = field("run");
+    for (auto it = expected.begin(); it != expected.end(); ++it) {
+      if (!saved.contains(it.key()) || saved.at(it.key()) != it.value())
+        throw InputError(fmt::format(
+            "ptsim train --resume: checkpoint {} was written by a run with {} = {}, this run has {} "
+            "(resume with the same flags, data and number of ranks)",
+            ckpt->dir, it.key(), saved.contains(it.key()) ? saved.at(it.key()).dump() : "(missing)", it.value().dump()));
+    }
+    const LrSchedule saved_schedule = lr_schedule_from_json(field("lr_schedule"), ckpt->dir + "/state.json");
+    if (to_json(saved_schedule) != to_json(schedule_))
+      throw InputError(fmt::format("ptsim train --resume: checkpoint {} has the schedule {}, this run has {} "
+                                   "(same --steps, --lr, --warmup, --schedule needed)",
+                                   ckpt->dir, to_json(saved_schedule).dump(), to_json(schedule_).dump()));
+
+    std::vector<CheckpointTensorTarget> targets;
+    for (const models::Parameter& p : graph_->params) targets.push_back({p.name, saved_values(p, nullptr)});
+    restore_tensors(*ckpt, targets);  // padding rows keep the zeros of zero_vocab_padding()
+    optimizer_->load_state(ckpt->optimizer, ckpt->dir + "/optimizer.safetensors");
+
+    const Json& cursor = field("data");
+    data::LoaderCursor lc;
+    lc.epoch = cursor.at("epoch").get<uint64_t>();
+    lc.offset = cursor.at("offset").get<uint64_t>();
+    loader_->seek(lc);
+    start_step_ = ckpt->step + 1;
+    elapsed_before_ = extra.value("elapsed_seconds", 0.0);
+    last_checkpoint_step_ = ckpt->step;
+    summary_.checkpoint = ckpt->dir;
+    if (progress_)
+      fmt::print(progress_, "resumed from {} (step {}, data epoch {} offset {})\n", ckpt->dir, ckpt->step, lc.epoch,
+                 lc.offset);
+  }
+
+  void save(int64_t step) {
+    if (c_.checkpoint_dir.empty()) return;
+    if (rank_ == 0) {
+      std::vector<CheckpointTensorView> views;
+      for (const models::Parameter& p : graph_->params) {
+        std::vector<int64_t> shape;
+        std::span<float> values = saved_values(p, &shape);
+        views.push_back({p.name, values, shape});
+      }
+      // Every rank's cursor is the same (each takes B instances per micro-step), so rank 0's stands for all.
+      const data::LoaderCursor lc = loader_->position();
+      Json extra = {{"trainer", "ptsim train"},
+                    {"step", step},
+                    {"seed", c_.seed},
+                    {"run", run_identity(c_, *graph_, dataset_->vocab_hash(), world_)},
+                    {"lr_schedule", to_json(schedule_)},
+                    {"data", {{"dir", c_.data_dir}, {"epoch", lc.epoch}, {"offset", lc.offset}, {"loader_seed", c_.seed}}},
+                    {"dropout_rng", "hash(seed, step, micro_step, op stream): no state to save"},
+                    {"elapsed_seconds", elapsed_before_ + seconds_between(t_start_, Clock::now())},
+                    {"last_loss", last_loss_}};
+      const std::string dir = save_checkpoint(c_.checkpoint_dir, step, views, optimizer_->save_state(), extra);
+      write_file_atomic((fs::path(dir) / "config.json").string(), hf_bert_config(graph_->model).dump(2) + "\n");
+      summary_.checkpoint = dir;
+      if (progress_) fmt::print(progress_, "checkpoint {}\n", dir);
+    }
+    last_checkpoint_step_ = step;
+  }
+
+  void fill_inputs(const data::PretrainingBatch& b) {
+    const auto& in = graph_->inputs;
+    auto copy = [&](int tensor, const std::vector<int32_t>& values, const char* what) {
+      std::span<int32_t> dst = executor_->i32(tensor);
+      if (dst.size() != values.size())
+        throw std::logic_error(fmt::format("input {}: graph holds {} values, the batch has {}", what, dst.size(), values.size()));
+      std::copy(values.begin(), values.end(), dst.begin());
+    };
+    copy(in.input_ids, b.input_ids, "input_ids");
+    copy(in.token_type_ids, b.token_type_ids, "token_type_ids");
+    copy(in.attention_mask, b.attention_mask, "attention_mask");
+    copy(in.masked_positions, b.masked_positions, "masked_positions");
+    copy(in.masked_labels, b.masked_labels, "masked_labels");
+    copy(in.nsp_labels, b.nsp_labels, "nsp_labels");
+    std::span<int32_t> pos = executor_->i32(in.position_ids);
+    std::span<int32_t> cls = executor_->i32(in.cls_positions);
+    for (int32_t r = 0; r < b.batch_size; ++r) {
+      for (int32_t s = 0; s < b.seq_len; ++s) pos[static_cast<size_t>(r * b.seq_len + s)] = s;
+      cls[static_cast<size_t>(r)] = r * b.seq_len;  // [CLS] is each row's first token
+    }
+    // dLoss/dloss of one micro-step: the step's loss is the mean over micro-steps.
+    executor_->f32(in.loss_grad)[0] = static_cast<float>(1.0 / static_cast<double>(c_.grad_accum));
+  }
+
+  void print_header() {
+    if (!progress_) return;
+    const models::ModelSpec& m = graph_->model;
+    fmt::print(progress_,
+               "ptsim train: {} (L={} H={} A={}, vocab {} from the data{}; {:.2f}M parameters)\n"
+               "  data {} ({} instances, seq {}, {} predictions/seq)\n"
+               "  batch {} × accum {} × {} rank(s) = {} sequences/step; {} lr {} ({} schedule, warmup {}); {} steps; "
+               "dropout {}; seed {}\n",
+               m.name, m.num_layers, m.hidden_size, m.num_heads, m.vocab_size,
+               m.vocab_size != model_vocab_before_ ? fmt::format(", model file says {}", model_vocab_before_) : "",
+               static_cast<double>(graph_->parameter_count()) / 1e6, c_.data_dir, dataset_->num_instances(),
+               dataset_->seq_len(), dataset_->max_predictions(), c_.micro_batch, c_.grad_accum, world_,
+               c_.micro_batch * c_.grad_accum * world_, models::to_string(c_.optimizer), c_.lr, to_string(c_.schedule),
+               c_.warmup, c_.steps, c_.dropout ? "on" : "off", c_.seed);
+    std::fflush(progress_);
+  }
+
+  void loop() {
+    print_header();
+    MetricsLog metrics(rank_ == 0 ? c_.metrics_path : std::string(), c_.resume);
+    t_start_ = Clock::now();
+    summary_.first_step = start_step_;
+    const int64_t last = c_.stop_after > 0 ? std::min(c_.steps, c_.stop_after) : c_.steps;
+    const double sequences_per_step = static_cast<double>(c_.micro_batch * c_.grad_accum * world_);
+    Communicator* step_comm = world_ > 1 ? &comm_ : nullptr;
+
+    data::PretrainingBatch batch;
+    std::vector<double> first_step_op_seconds;
+    double measured_seconds = 0;
+    int64_t measured_steps = 0;
+    bool stop = false;
+    int64_t step = start_step_;
+    for (; step <= last && !stop; ++step) {
+      const auto t0 = Clock::now();
+      executor_->zero_gradients();
+      double loss_sum = 0, mlm_sum = 0, nsp_sum = 0;
+      for (int64_t micro = 0; micro < c_.grad_accum; ++micro) {
+        loader_->next_batch(static_cast<int32_t>(c_.micro_batch), batch);
+        fill_inputs(batch);
+        loss_sum += executor_->run_micro_step(step, micro);
+        if (mlm_tensor_ >= 0) mlm_sum += executor_->f32(mlm_tensor_)[0];
+        if (nsp_tensor_ >= 0) nsp_sum += executor_->f32(nsp_tensor_)[0];
+      }
+      const double lr = schedule_.lr(step);
+      executor_->run_step_tail(step_comm, optimizer_.get(), lr);
+      // One small all-reduce per step: the mean loss over ranks, and whether any rank was asked to stop
+      // (all ranks must leave the loop after the same step, or the others would wait in the next all-reduce).
+      const double accum = static_cast<double>(c_.grad_accum);
+      double shared[4] = {loss_sum / accum, mlm_sum / accum, nsp_sum / accum, stop_requested() ? 1.0 : 0.0};
+      if (world_ > 1) comm_.all_reduce_sum(std::span<double>(shared, 4));
+      const double loss = shared[0] / world_;
+      // loss = mlm + nsp (the graph's "loss" add op): whichever part is readable gives the other.
+      const bool have_parts = mlm_tensor_ >= 0 || nsp_tensor_ >= 0;
+      const double mlm_loss = mlm_tensor_ >= 0 ? shared[1] / world_ : loss - shared[2] / world_;
+      const double nsp_loss = nsp_tensor_ >= 0 ? shared[2] / world_ : loss - shared[1] / world_;
+      stop = shared[3] > 0;
+      const auto t1 = Clock::now();
+      const double step_seconds = seconds_between(t0, t1);
+      last_loss_ = loss;
+      summary_.losses.push_back(loss);
+      summary_.last_step = step;
+
+      // Op times: the first step of a run is warm-up (page faults, Eigen's first-touch); average the rest.
+      if (step == start_step_) {
+        first_step_op_seconds = executor_->op_seconds();
+        executor_->reset_timers();
+      } else {
+        measured_seconds += step_seconds;
+        ++measured_steps;
+      }
+      const double elapsed = elapsed_before_ + seconds_between(t_start_, t1);
+      const double rate_seconds = measured_steps > 0 ? measured_seconds / static_cast<double>(measured_steps) : step_seconds;
+      if (rank_ == 0) {
+        Json line = {{"step", step},
+                     {"loss", loss},
+                     {"mlm_loss", have_parts ? Json(mlm_loss) : Json(nullptr)},
+                     {"nsp_loss", have_parts ? Json(nsp_loss) : Json(nullptr)},
+                     {"lr", lr},
+                     {"grad_norm", executor_->last_grad_norm()},
+                     {"seq_per_s", sequences_per_step / step_seconds},
+                     {"step_seconds", step_seconds},
+                     {"elapsed_seconds", elapsed}};
+        if (!std::isfinite(executor_->last_grad_norm())) line["grad_norm"] = nullptr;
+        if (executor_->last_step_skipped()) line["skipped"] = true;  // non-finite gradients: no update
+        metrics.write(line);
+      }
+      if (progress_ && c_.progress_every > 0 && (step % c_.progress_every == 0 || step == start_step_ || step == last)) {
+        fmt::print(progress_, "step {:>{}}/{} | loss {:.4f}{} | lr {:.3e} | {:.1f} seq/s | elapsed {} | ETA {}\n", step,
+                   fmt::formatted_size("{}", c_.steps), c_.steps, loss,
+                   have_parts ? fmt::format(" (mlm {:.4f}, nsp {:.4f})", mlm_loss, nsp_loss) : "", lr,
+                   sequences_per_step / step_seconds,
+                   format_duration(elapsed), format_duration(rate_seconds * static_cast<double>(c_.steps - step)));
+        std::fflush(progress_);
+      }
+      if (!std::isfinite(loss))
+        throw std::runtime_error(fmt::format("loss is {} at step {} (try a lower --lr)", loss, step));
+      if (c_.checkpoint_every > 0 && step % c_.checkpoint_every == 0 && step != last) save(step);
+    }
+    const int64_t done = step - 1;
+    summary_.stopped_early = done < c_.steps;
+    if (done >= start_step_ && last_checkpoint_step_ != done) save(done);
+    if (progress_ && stop)
+      fmt::print(progress_, "stopped by {} after step {}{}\n",
+                 g_stop_signal == SIGINT ? "SIGINT" : g_stop_signal == SIGTERM ? "SIGTERM" : "a signal on another rank", done,
+                 c_.checkpoint_dir.empty() ? " (no --checkpoint-dir: nothing saved)" : "; resume with --resume");
+    if (progress_ && done < start_step_) fmt::print(progress_, "nothing to do: the checkpoint is at step {}\n", done);
+    summary_.mean_step_seconds = measured_steps > 0 ? measured_seconds / static_cast<double>(measured_steps) : 0;
+    if (rank_ == 0 && !c_.op_times_path.empty() && done >= start_step_) write_op_times(first_step_op_seconds, measured_steps);
+  }
+
+  void write_op_times(const std::vector<double>& first_step, int64_t measured_steps) {
+    std::vector<double> per_step = measured_steps > 0 ? executor_->op_seconds() : first_step;
+    const double n = measured_steps > 0 ? static_cast<double>(measured_steps) : 1.0;
+    for (double& s : per_step) s /= n;
+    OpTimesInfo info;
+    info.source = "measured";
+    info.device = cpu_device_description(c_.threads);
+    info.step_seconds = measured_steps > 0 ? summary_.mean_step_seconds : 0;
+    info.steps = measured_steps > 0 ? measured_steps : 1;
+    if (measured_steps == 0) {
+      double total = 0;
+      for (double s : per_step) total += s;
+      info.step_seconds = total;  // only the warm-up step ran: best available
+    }
+    write_file_atomic(c_.op_times_path, op_times_json(*graph_, per_step, info).dump(1) + "\n");
+  }
+
+  const TrainConfig& c_;
+  Communicator& comm_;
+  std::FILE* progress_ = nullptr;
+  int rank_ = 0;
+  int world_ = 1;
+  std::unique_ptr<data::PretrainingDataset> dataset_;
+  std::unique_ptr<models::TaskGraph> graph_;
+  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<data::BatchLoader> loader_;
+  LrSchedule schedule_;
+  int64_t model_vocab_before_ = 0;
+  // The MLM / NSP loss scalars when the memory plan leaves them readable after a micro-step
+  // (survives_micro_step); -1 otherwise. One readable part gives the other (loss = mlm + nsp); with neither,
+  // only the total is reported.
+  int mlm_tensor_ = -1;
+  int nsp_tensor_ = -1;
+  int64_t start_step_ = 1;
+  int64_t last_checkpoint_step_ = -1;
+  double elapsed_before_ = 0;
+  double last_loss_ = 0;
+  Clock::time_point t_start_ = Clock::now();
+  TrainSummary summary_;
+};
+
+}  // namespace
+
+TrainSummary run_training(const TrainConfig& config, Communicator& comm, std::FILE* progress) {
+  Trainer trainer(config, comm, progress);
+  return trainer.run();
+}
+
+void install_stop_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool stop_requested() { return g_stop_signal != 0; }
+void clear_stop_request() { g_stop_signal = 0; }
+
+}  // namespace ptsim::runtime

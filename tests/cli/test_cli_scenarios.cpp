@@ -1,0 +1,82 @@
+// tests/cli/test_cli_scenarios.cpp — `ptsim predict --scenario`, `--set`, `--trace`, cluster-from-flags,
+// and `ptsim validate` through the real binary.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "tests/support/run_command.hpp"
+
+using ptsim::test::run_ptsim;
+
+TEST_CASE("predict with no arguments runs the default scenario (the README's main job)") {
+  auto r = run_ptsim("predict --format json");
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.output);
+  CHECK(j["scenario"] == "t4-academic-cluster");
+  CHECK(j["gpus"] == 256);
+  CHECK(j["phases"].size() == 2);
+  CHECK(j["cost"]["rental_usd"].get<double>() > 0);
+  CHECK(j["simulator_wall_seconds"].get<double>() > 0);
+}
+
+TEST_CASE("--set overrides and a cluster from flags") {
+  auto base = nlohmann::json::parse(run_ptsim("predict --scenario t4-academic-cluster --format json").output);
+  auto r = run_ptsim("predict --scenario t4-academic-cluster --set cluster.network=ib-edr --format json");
+  REQUIRE(r.exit_code == 0);
+  auto ib = nlohmann::json::parse(r.output);
+  CHECK(ib["network"] == "ib-edr");
+  CHECK(ib["time_to_train_seconds"].get<double>() < base["time_to_train_seconds"].get<double>());
+  auto flags = run_ptsim("predict --node dgx-1 --nodes 2 --model bert-base --micro-batch 16 --steps 100 --format json");
+  REQUIRE(flags.exit_code == 0);
+  auto f = nlohmann::json::parse(flags.output);
+  CHECK(f["gpus"] == 16);
+  CHECK(f["phases"][0]["steps"] == 100);
+  auto bad = run_ptsim("predict --scenario t4-academic-cluster --set cluster.nodes=-3");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.output.find("cluster.nodes") != std::string::npos);
+  auto both = run_ptsim("predict --gpu t4 --scenario t4-academic-cluster");
+  CHECK(both.exit_code == 2);
+  auto file = std::filesystem::temp_directory_path() / "ptsim_bad_scenario.json";
+  std::ofstream(file) << R"({"model": "bert-base", "phases": [{"steps": 1, "seqlen": 128}]})";
+  auto unknown = run_ptsim("predict --scenario " + file.string());
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.output.find("unknown field 'seqlen'") != std::string::npos);
+}
+
+TEST_CASE("--trace writes a Chrome trace with compute and communication tracks and flow arrows") {
+  auto path = std::filesystem::temp_directory_path() / "ptsim_trace.json";
+  auto r = run_ptsim("predict --node dgx-1 --nodes 2 --model bert-base --micro-batch 16 --trace " + path.string());
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(path);
+  auto j = nlohmann::json::parse(in);
+  std::set<int> tids;
+  int flows = 0, spans = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ++spans;
+      tids.insert(e["tid"].get<int>());
+      CHECK(e["dur"].get<double>() >= 0);
+    }
+    if (e["ph"] == "s") ++flows;
+  }
+  CHECK(tids == std::set<int>{0, 1});
+  CHECK(spans > 500);
+  CHECK(flows > 0);
+}
+
+TEST_CASE("validate prints every published target with its error") {
+  auto r = run_ptsim("validate --format json");
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.output);
+  CHECK(j["published_results"].size() >= 9);
+  for (const auto& t : j["published_results"]) {
+    CHECK(t.contains("error"));
+    CHECK(!t["source"].get<std::string>().empty());
+  }
+  auto table = run_ptsim("validate");
+  CHECK(table.output.find("dgx-superpod-47min") != std::string::npos);
+  CHECK(table.output.find("known gap") != std::string::npos);
+}

@@ -1,0 +1,233 @@
+// tests/runtime/train/test_train.cpp — `ptsim train` end to end on a tiny BERT (hidden 32, 2 layers) and the
+// small test corpus: the loss falls, --resume is bit-identical to a straight run, checkpoints carry
+// HuggingFace names and true-vocab shapes, SIGTERM checkpoints and exits 0, op times follow
+// ptsim.op_times.v1, bad flags exit 2. Every run uses --threads 1 (deterministic and fast).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <set>
+
+#include "runtime/checkpoint/checkpoint.hpp"
+#include "runtime/checkpoint/safetensors.hpp"
+#include "tests/runtime/train/train_test_support.hpp"
+
+using namespace ptsim::test;
+namespace rt = ptsim::runtime;
+
+namespace {
+
+std::string base_flags(const TinySetup& s) {
+  return "train --model " + quote(s.model) + " --data " + quote(s.data) + " --threads 1 --quiet";
+}
+
+const TinySetup& setup() {
+  static const TinySetup s = make_tiny_setup("tiny");
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("train: the tiny setup has a vocab that needs padding") {
+  // 397 is not a multiple of 8 (ModelSpec::vocab_pad_multiple), so the graph's embedding has 400 rows and
+  // the checkpoint must slice them back to 397.
+  CHECK(setup().vocab_size == 397);
+}
+
+TEST_CASE("train: the loss falls over 30 steps and starts near ln(vocab) + ln(2)") {
+  const TinySetup& s = setup();
+  const fs::path dir = fresh_dir("falls");
+  const auto r = run_ptsim(base_flags(s) + " --steps 30 --micro-batch 8 --lr 5e-2 --metrics " + quote(dir / "m.jsonl"));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  const auto m = read_metrics(dir / "m.jsonl");
+  REQUIRE(m.size() == 30);
+  for (size_t i = 0; i < m.size(); ++i) CHECK(m[i].step == static_cast<int64_t>(i + 1));
+  // At init (normal(0, 0.02) weights) the logits are ~0, so the MLM loss is ~ln(397) = 5.984 and the NSP
+  // loss ~ln(2) = 0.693; 0.1 covers the small logits' spread (measured: mlm 5.99, total 6.69).
+  CHECK(m[0].mlm_loss == doctest::Approx(std::log(397.0)).epsilon(0.1 / std::log(397.0)));
+  CHECK(m[0].loss == doctest::Approx(std::log(397.0) + std::log(2.0)).epsilon(0.1 / 6.68));
+  double first = 0, last = 0;
+  for (int i = 0; i < 5; ++i) {
+    first += m[static_cast<size_t>(i)].loss / 5;
+    last += m[m.size() - 1 - static_cast<size_t>(i)].loss / 5;
+  }
+  // Measured with this seed: first five 6.66, last five 6.07. Require a clear fall of 0.3 nats.
+  CHECK_MESSAGE(last < first - 0.3, "first five steps " << first << ", last five " << last);
+}
+
+TEST_CASE("train: N steps straight equal N/2 + --resume + N/2, exactly") {
+  // Dropout on and gradient accumulation 2, so the RNG (seed, step, micro_step), the data cursor, the
+  // optimizer moments and the schedule all have to be restored for the losses to match to the bit.
+  const TinySetup& s = setup();
+  const fs::path dir = fresh_dir("resume");
+  const std::string flags = base_flags(s) + " --steps 20 --micro-batch 4 --grad-accum 2 --lr 5e-2 --optimizer lamb";
+  auto r = run_ptsim(flags + " --checkpoint-dir " + quote(dir / "straight") + " --metrics " + quote(dir / "a.jsonl"));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  r = run_ptsim(flags + " --checkpoint-dir " + quote(dir / "split") + " --metrics " + quote(dir / "b.jsonl") +
+                " --stop-after 10");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  CHECK(read_file(dir / "split" / "latest") == "step_10\n");
+  r = run_ptsim(flags + " --checkpoint-dir " + quote(dir / "split") + " --metrics " + quote(dir / "b.jsonl") + " --resume");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+
+  const auto a = read_metrics(dir / "a.jsonl");
+  const auto b = read_metrics(dir / "b.jsonl");  // steps 1..10, then 11..20 appended by the resumed run
+  REQUIRE(a.size() == 20);
+  REQUIRE(b.size() == 20);
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(b[i].step == a[i].step);
+    CHECK(b[i].loss == a[i].loss);  // exact: same arithmetic in the same order
+    CHECK(b[i].lr == a[i].lr);
+  }
+  // Final weights and optimizer state: byte-identical tensor data.
+  for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
+    const auto x = rt::read_safetensors((dir / "straight" / "step_20" / file).string());
+    const auto y = rt::read_safetensors((dir / "split" / "step_20" / file).string());
+    REQUIRE(x.tensors.size() == y.tensors.size());
+    for (size_t i = 0; i < x.tensors.size(); ++i) {
+      CHECK(x.tensors[i].name == y.tensors[i].name);
+      CHECK(x.tensors[i].data == y.tensors[i].data);
+    }
+  }
+}
+
+TEST_CASE("train: checkpoints use HuggingFace BertForPreTraining names and the true vocab size") {
+  const TinySetup& s = setup();
+  const fs::path dir = fresh_dir("layout");
+  const auto r = run_ptsim(base_flags(s) + " --steps 4 --micro-batch 4 --checkpoint-dir " + quote(dir / "ck") +
+                           " --checkpoint-every 2");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  for (const char* step : {"step_2", "step_4"})
+    for (const char* f : {"model.safetensors", "optimizer.safetensors", "state.json", "config.json"})
+      CHECK_MESSAGE(fs::exists(dir / "ck" / step / f), step << "/" << f);
+  CHECK(read_file(dir / "ck" / "latest") == "step_4\n");
+
+  const auto model = rt::read_safetensors((dir / "ck" / "step_4" / "model.safetensors").string());
+  std::set<std::string> names;
+  for (const auto& t : model.tensors) names.insert(t.name);
+  // The names transformers' BertForPreTraining.state_dict() has (decoder weight tied to the embeddings).
+  for (const char* n :
+       {"bert.embeddings.word_embeddings.weight", "bert.embeddings.position_embeddings.weight",
+        "bert.embeddings.token_type_embeddings.weight", "bert.embeddings.LayerNorm.weight", "bert.embeddings.LayerNorm.bias",
+        "bert.encoder.layer.0.attention.self.query.weight", "bert.encoder.layer.0.attention.self.key.bias",
+        "bert.encoder.layer.0.attention.self.value.weight", "bert.encoder.layer.0.attention.output.dense.weight",
+        "bert.encoder.layer.0.attention.output.LayerNorm.weight", "bert.encoder.layer.1.intermediate.dense.weight",
+        "bert.encoder.layer.1.output.dense.bias", "bert.encoder.layer.1.output.LayerNorm.bias", "bert.pooler.dense.weight",
+        "cls.predictions.transform.dense.weight", "cls.predictions.transform.LayerNorm.weight", "cls.predictions.bias",
+        "cls.seq_relationship.weight", "cls.seq_relationship.bias"})
+    CHECK_MESSAGE(names.count(n) == 1, n);
+  CHECK(model.at("bert.embeddings.word_embeddings.weight").shape == std::vector<int64_t>{397, 32});
+  CHECK(model.at("cls.predictions.bias").shape == std::vector<int64_t>{397});
+  CHECK(model.at("bert.encoder.layer.0.intermediate.dense.weight").shape == std::vector<int64_t>{64, 32});  // [out, in]
+  CHECK(model.at("cls.seq_relationship.weight").shape == std::vector<int64_t>{2, 32});
+
+  const auto config = ptsim::core::load_json_file((dir / "ck" / "step_4" / "config.json").string());
+  CHECK(config.at("model_type") == "bert");
+  CHECK(config.at("vocab_size") == 397);
+  CHECK(config.at("hidden_size") == 32);
+  CHECK(config.at("num_hidden_layers") == 2);
+
+  const auto ckpt = rt::load_latest_checkpoint((dir / "ck").string());
+  REQUIRE(ckpt.has_value());
+  CHECK(ckpt->step == 4);
+  CHECK(ckpt->optimizer.kind == "lamb");
+  CHECK(ckpt->optimizer.step == 4);
+  CHECK(ckpt->extra.at("data").at("offset") == 16);  // 4 steps × 4 sequences, one rank
+  CHECK(ckpt->extra.at("run").at("micro_batch") == 4);
+  CHECK(ckpt->extra.at("lr_schedule").at("total_steps") == 4);
+}
+
+TEST_CASE("train: SIGTERM writes a checkpoint and exits 0; --resume continues from it") {
+  const TinySetup& s = setup();
+  const fs::path dir = fresh_dir("sigterm");
+  const fs::path metrics = dir / "m.jsonl";
+  ChildProcess child({"train", "--model", s.model, "--data", s.data, "--threads", "1", "--steps", "1000000",
+                      "--micro-batch", "4", "--checkpoint-dir", (dir / "ck").string(), "--metrics", metrics.string()},
+                     dir / "log.txt");
+  // Wait until a few steps have been logged, then ask it to stop.
+  const bool running = wait_until([&] { return read_metrics(metrics).size() >= 3; }, std::chrono::seconds(60));
+  REQUIRE_MESSAGE(running, read_file(dir / "log.txt"));
+  ::kill(child.pid(), SIGTERM);
+  const int code = child.wait();
+  const std::string log = read_file(dir / "log.txt");
+  CHECK_MESSAGE(code == 0, log);
+  CHECK_MESSAGE(log.find("stopped by SIGTERM after step") != std::string::npos, log);
+  const auto ckpt = rt::load_latest_checkpoint((dir / "ck").string());
+  REQUIRE(ckpt.has_value());
+  const auto m = read_metrics(metrics);
+  REQUIRE(!m.empty());
+  CHECK(ckpt->step == m.back().step);  // the checkpoint is of the last finished step
+
+  const auto r = run_ptsim(base_flags(s) + " --steps 1000000 --micro-batch 4 --checkpoint-dir " + quote(dir / "ck") +
+                           " --metrics " + quote(metrics) + " --resume --stop-after " + std::to_string(ckpt->step + 2));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  const auto m2 = read_metrics(metrics);
+  REQUIRE(m2.size() == m.size() + 2);
+  CHECK(m2.back().step == ckpt->step + 2);
+}
+
+TEST_CASE("train: --op-times writes ptsim.op_times.v1 with one entry per graph op") {
+  const TinySetup& s = setup();
+  const fs::path dir = fresh_dir("optimes");
+  const auto r = run_ptsim(base_flags(s) + " --steps 4 --micro-batch 4 --grad-accum 2 --op-times " + quote(dir / "ops.json"));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  const auto j = ptsim::core::load_json_file((dir / "ops.json").string());
+  CHECK(j.at("schema") == "ptsim.op_times.v1");
+  CHECK(j.at("source") == "measured");
+  CHECK(j.at("steps") == 3);  // step 1 is warm-up
+  CHECK(j.at("recipe").at("grad_accum") == 2);
+  CHECK(j.at("recipe").at("precision") == "fp32");
+  const double step_seconds = j.at("step_seconds").get<double>();
+  CHECK(step_seconds > 0);
+  const auto& ops = j.at("ops");
+  REQUIRE(ops.size() > 50);
+  double sum = 0;
+  std::set<std::string> phases;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    CHECK(ops[i].at("id") == static_cast<int>(i));
+    CHECK(ops[i].at("seconds").get<double>() >= 0);
+    for (const char* k : {"name", "kind", "phase", "layer"}) CHECK(ops[i].contains(k));
+    sum += ops[i].at("seconds").get<double>();
+    phases.insert(ops[i].at("phase").get<std::string>());
+  }
+  CHECK(phases.count("forward") == 1);
+  CHECK(phases.count("backward") == 1);
+  CHECK(phases.count("optimizer") == 1);
+  // The ops run inside the step: their sum cannot exceed the step's wall time (plus timer overhead slack).
+  CHECK(sum <= step_seconds * 1.05 + 1e-4);
+  CHECK(sum > 0);
+}
+
+TEST_CASE("train: bad input exits 2 with a message naming the problem") {
+  const TinySetup& s = setup();
+  const fs::path dir = fresh_dir("bad");
+  struct Case {
+    std::string args;
+    std::string expect;
+  };
+  const std::string ok = "--model " + quote(s.model) + " --data " + quote(s.data) + " --threads 1 --quiet --steps 2";
+  // A checkpoint of a micro-batch-4 run, to resume with different flags.
+  REQUIRE(run_ptsim("train " + ok + " --micro-batch 4 --checkpoint-dir " + quote(dir / "ck")).exit_code == 0);
+  const std::vector<Case> cases = {
+      {"train --steps 2", "--data"},
+      {"train --data " + quote(dir / "missing"), "does not exist"},
+      {"train " + ok + " --backend cuda", "--backend cuda"},
+      {"train " + ok + " --backend tpu", "--backend 'tpu' is unknown"},
+      {"train " + ok + " --optimizer adam", "--optimizer"},
+      {"train " + ok + " --schedule cosine", "--schedule 'cosine'"},
+      {"train --model " + quote(s.model) + " --data " + quote(s.data) + " --steps 0", "--steps must be positive"},
+      {"train " + ok + " --warmup 2", "--warmup"},
+      {"train " + ok + " --resume", "--resume needs --checkpoint-dir"},
+      {"train " + ok + " --resume --checkpoint-dir " + quote(dir / "empty"), "no checkpoint"},
+      {"train " + ok + " --micro-batch 8 --resume --checkpoint-dir " + quote(dir / "ck"), "micro_batch = 4"},
+      {"train --model no-such-model --data " + quote(s.data), "no-such-model"},
+      {"train " + ok + " --bogus-flag", "bogus"},
+  };
+  for (const Case& c : cases) {
+    const auto r = run_ptsim(c.args);
+    CHECK_MESSAGE(r.exit_code == 2, c.args << "\n" << r.output);
+    CHECK_MESSAGE(r.output.find(c.expect) != std::string::npos, c.args << "\nexpected '" << c.expect << "' in:\n" << r.output);
+  }
+  const auto help = run_ptsim("train --help");
+  CHECK(help.exit_code == 0);
+  CHECK(help.output.find("--checkpoint-every") != std::string::npos);
+}
