@@ -180,7 +180,7 @@ GpuProfile load_gpu_profile(const std::string& path) {
   g.memory_bound = read_curve(r, "memory_bound", Dimension::bytes, s);
   g.reserved_memory_bytes = read_quantity(r, "reserved_memory", Dimension::bytes, Range::non_negative, s);
   g.power_watts = read_quantity(r, "power", Dimension::watts, Range::positive, s);
-  g.pcie_generation = r.require_enum("pcie_generation", {"3.0", "4.0", "5.0"});
+  g.pcie_generation = r.get_enum("pcie_generation", {"3.0", "4.0", "5.0"}, "");  // absent for CPU profiles
   r.finish();
   if (g.reserved_memory_bytes >= g.memory_bytes)
     r.fail("reserved_memory", fmt::format("less than 'memory' ({} bytes), got {} bytes", g.memory_bytes,

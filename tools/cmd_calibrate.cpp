@@ -12,6 +12,7 @@
 #include "hwprofiles/profiles.hpp"
 #include "reports/text_table.hpp"
 #include "sim/calibration.hpp"
+#include "sim/op_calibration.hpp"
 #include "tools/cli_support.hpp"
 #include "tools/commands.hpp"
 
@@ -64,6 +65,72 @@ void write_fitted_values(const std::string& profiles_dir, const sim::PublishedRu
   }
 }
 
+std::string today() {
+  std::time_t now = std::time(nullptr);
+  char date[16];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  return date;
+}
+
+int calibrate_measured(const std::vector<std::string>& files, const std::vector<std::string>& holdout_files,
+                       const std::string& device, const std::vector<std::string>& parameters,
+                       const std::string& profiles_dir, bool write) {
+  hwprofiles::ProfileSet profiles = hwprofiles::load_profiles(profiles_dir);
+  const hwprofiles::GpuProfile& base = hwprofiles::find_gpu(profiles, device);
+  std::vector<sim::OpTimes> fit, holdout;
+  for (const auto& f : files) fit.push_back(sim::load_op_times(f));
+  for (const auto& f : holdout_files) holdout.push_back(sim::load_op_times(f));
+  for (const auto& t : fit)
+    if (t.source != "measured") throw core::InputError(t.path + ": field 'source' is \"" + t.source + "\"; calibrate on measured times");
+  sim::OpFit r = sim::fit_to_op_times(fit, holdout, base, parameters);
+  fmt::print("fit of '{}' to {} measured step(s):", device, fit.size());
+  for (const auto& [p, v] : r.values) fmt::print("  {} = {:.4g}", p, v);
+  fmt::print("\n\n");
+  reports::TextTable kinds({"op kind", "measured ms/step", "before", "error", "after", "error"});
+  for (const auto& [kind, k] : r.fit_by_kind) {
+    if (k.measured_seconds <= 0) continue;
+    kinds.add_row({kind, fmt::format("{:.3f}", k.measured_seconds * 1e3), fmt::format("{:.3f}", k.predicted_before * 1e3),
+                   fmt::format("{:+.0f}%", 100 * (k.predicted_before / k.measured_seconds - 1)),
+                   fmt::format("{:.3f}", k.predicted_after * 1e3),
+                   fmt::format("{:+.0f}%", 100 * (k.predicted_after / k.measured_seconds - 1))});
+  }
+  fmt::print("{}\n", kinds.render());
+  auto line = [](const char* what, double measured, double before, double after) {
+    fmt::print("{:<22} measured {:.4f} s   predicted before {:.4f} s ({:+.1f}%)   after {:.4f} s ({:+.1f}%)\n", what,
+               measured, before, 100 * (before / measured - 1), after, 100 * (after / measured - 1));
+  };
+  line("fit step (Σ ops)", r.fit_measured_seconds, r.fit_predicted_before, r.fit_predicted_after);
+  if (r.has_holdout) line("held-out step (Σ ops)", r.holdout_measured_seconds, r.holdout_predicted_before, r.holdout_predicted_after);
+  if (!write) return 0;
+  std::string path = profiles_dir + "/gpus/" + device + ".json";
+  std::ifstream in(path);
+  ordered_json j = ordered_json::parse(in);
+  std::string on;
+  for (const auto& t : fit) on += (on.empty() ? "" : ", ") + t.path + " (" + t.device + ")";
+  auto provenance = [&](const std::string& what) {
+    return fmt::format("fitted: {} by 'ptsim calibrate measured' on per-op times {}, {}", what, on, today());
+  };
+  for (const auto& [parameter, value] : r.values) {
+    if (parameter == "gemm_efficiency_scale") {
+      hwprofiles::GpuProfile scaled = base;
+      sim::set_parameter(scaled, parameter, value);
+      j["gemm"]["max_efficiency"] = {{"value", scaled.gemm.max_efficiency}, {"unit", "fraction"}, {"source", provenance("GEMM efficiency")}};
+      j["batched_gemm"]["max_efficiency"] = {{"value", scaled.batched_gemm.max_efficiency}, {"unit", "fraction"},
+                                             {"source", provenance("batched-GEMM efficiency")}};
+    } else if (parameter == "kernel_launch_seconds") {
+      j["kernel_launch_overhead"] = {{"value", value * 1e6}, {"unit", "us"}, {"source", provenance("per-op overhead")}};
+    } else {
+      j[parameter] = {{"value", value}, {"unit", "fraction"}, {"source", provenance(parameter)}};
+    }
+  }
+  std::ofstream out(path + ".tmp");
+  out << j.dump(2) << "\n";
+  out.close();
+  std::rename((path + ".tmp").c_str(), path.c_str());
+  fmt::print("wrote {}\n", path);
+  return 0;
+}
+
 }  // namespace
 
 int run_calibrate_command(int argc, char** argv) {
@@ -78,7 +145,20 @@ int run_calibrate_command(int argc, char** argv) {
   published->add_option("--profiles", profiles_dir, "hardware profile directory")->capture_default_str();
   published->add_flag("--write", write, "store the fitted values (with provenance) in the GPU profiles");
   published->add_option("--format", format, "table | json")->check(CLI::IsMember({"table", "json"}));
+  CLI::App* measured = app.add_subcommand(
+      "measured", "fit a device profile to per-op times measured by 'ptsim train --op-times' (the runtime)");
+  std::vector<std::string> measured_files, holdout_files;
+  std::string device = "cpu-xeon-2c";
+  // GEMM efficiency, streaming efficiency and per-op overhead: the clock would only trade off against the
+  // GEMM efficiency on a CPU (both scale compute), so it is not fitted here.
+  std::vector<std::string> parameters = {"gemm_efficiency_scale", "memory_efficiency", "kernel_launch_seconds"};
+  measured->add_option("--op-times", measured_files, "measured ptsim.op_times.v1 files to fit on")->required();
+  measured->add_option("--holdout", holdout_files, "measured files kept out of the fit (their error is reported)");
+  measured->add_option("--profile", device, "the device profile to fit (hwprofiles/gpus)")->capture_default_str();
+  measured->add_option("--profiles", profiles_dir, "hardware profile directory")->capture_default_str();
+  measured->add_flag("--write", write, "store the fitted values (with provenance) in the profile");
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
+  if (measured->parsed()) return calibrate_measured(measured_files, holdout_files, device, parameters, profiles_dir, write);
 
   sim::PublishedRunSet set = sim::load_published_runs(runs_path);
   hwprofiles::ProfileSet profiles = hwprofiles::load_profiles(profiles_dir);

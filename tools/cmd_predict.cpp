@@ -12,6 +12,7 @@
 #include "reports/prediction.hpp"
 #include "reports/scenario.hpp"
 #include "reports/trace.hpp"
+#include "runtime/train/op_times.hpp"
 #include "models/builder.hpp"
 #include "models/graph_export.hpp"
 #include "reports/text_table.hpp"
@@ -26,7 +27,8 @@ namespace ptsim::tools {
 namespace {
 
 int predict_single_gpu(const hwprofiles::ProfileSet& profiles, const std::string& gpu_name,
-                       const std::string& model_name, const RecipeFlags& flags, const std::string& format) {
+                       const std::string& model_name, const RecipeFlags& flags, const std::string& format,
+                       const std::string& op_times_path) {
   const hwprofiles::GpuProfile& gpu = hwprofiles::find_gpu(profiles, gpu_name);
   models::ModelSpec model = models::load_model(model_name);
   models::Recipe recipe = to_recipe(flags);
@@ -37,6 +39,20 @@ int predict_single_gpu(const hwprofiles::ProfileSet& profiles, const std::string
   sim::require_fits(model, recipe, plan, gpu);
   sim::SingleDevicePrediction p = sim::predict_single_device(graph, gpu);
   sim::MemoryFit fit = sim::check_memory(plan, gpu);
+  if (!op_times_path.empty()) {
+    // Per op per optimizer step, in the runtime's measured schema (body ops × micro-steps).
+    std::vector<double> per_step(p.op_seconds);
+    for (const auto& op : graph.ops)
+      if (op.phase == models::Phase::forward || op.phase == models::Phase::recompute || op.phase == models::Phase::backward)
+        per_step[static_cast<size_t>(op.id)] *= static_cast<double>(graph.micro_steps);
+    runtime::OpTimesInfo info;
+    info.source = "predicted";
+    info.device = gpu.name;
+    info.step_seconds = p.step_seconds;
+    std::ofstream out(op_times_path);
+    if (!out) throw core::InputError(fmt::format("--op-times {}: cannot write the file", op_times_path));
+    out << runtime::op_times_json(graph, per_step, info).dump(1) << "\n";
+  }
 
   std::vector<std::pair<std::string, double>> kinds(p.seconds_by_kind.begin(), p.seconds_by_kind.end());
   std::sort(kinds.begin(), kinds.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
@@ -114,6 +130,7 @@ int run_predict_command(int argc, char** argv) {
   std::string format = "table";
   std::string profiles_dir;
   std::string trace_path;
+  std::string op_times_path;
   RecipeFlags flags;
   flags.micro_batch = 64;
   app.add_option("--scenario", scenario_name,
@@ -130,6 +147,8 @@ int run_predict_command(int argc, char** argv) {
   app.add_option("--format", format, "table | json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
   app.add_option("--profiles", profiles_dir, "hardware profile directory (default: the shipped hwprofiles/)");
   app.add_option("--trace", trace_path, "write a Chrome-trace/Perfetto timeline of one iteration of the first phase");
+  app.add_option("--op-times", op_times_path,
+                 "with --gpu: write the per-op prediction (schema ptsim.op_times.v1, as 'ptsim train --op-times' measures)");
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   if (!gpu_name.empty() && (!scenario_name.empty() || !node_name.empty()))
     throw core::InputError("--gpu predicts one GPU; it cannot be combined with --scenario or --node");
@@ -138,7 +157,9 @@ int run_predict_command(int argc, char** argv) {
 
   hwprofiles::ProfileSet profiles =
       profiles_dir.empty() ? hwprofiles::load_profiles() : hwprofiles::load_profiles(profiles_dir);
-  if (!gpu_name.empty()) return predict_single_gpu(profiles, gpu_name, model_name, flags, format);
+  if (!op_times_path.empty() && gpu_name.empty())
+    throw core::InputError("--op-times writes per-op predictions of one GPU: give --gpu");
+  if (!gpu_name.empty()) return predict_single_gpu(profiles, gpu_name, model_name, flags, format, op_times_path);
 
   reports::Scenario scenario;
   if (!node_name.empty()) {

@@ -20,6 +20,10 @@ core::Json op_times_json(const models::TaskGraph& graph, std::span<const double>
                    {"kind", models::to_string(op.kind)},
                    {"phase", models::to_string(op.phase)},
                    {"layer", op.layer},
+                   {"flops", op.flops},
+                   {"bytes_read", op.bytes_read},
+                   {"bytes_written", op.bytes_written},
+                   {"dtype", models::to_string(op.dtype)},
                    {"seconds", seconds_per_step[static_cast<size_t>(op.id)]}});
   const models::Recipe& r = graph.recipe;
   return {{"schema", kOpTimesSchema},

@@ -21,7 +21,8 @@ struct OpTimesInfo {
 };
 
 // {"schema", "source", "device", "step_seconds", "steps", "model", "recipe": {...},
-//  "ops": [{"id", "name", "kind", "phase", "layer", "seconds"}, ...]} with one entry per graph op, in op
+//  "ops": [{"id", "name", "kind", "phase", "layer", "flops", "bytes_read", "bytes_written", "dtype",
+//           "seconds"}, ...]}  (FLOPs and bytes per execution, so a calibration needs only this file) with one entry per graph op, in op
 // order; `seconds_per_step[i]` is op i's time per optimizer step (body ops: summed over the micro-steps).
 core::Json op_times_json(const models::TaskGraph& graph, std::span<const double> seconds_per_step,
                          const OpTimesInfo& info);

@@ -1,0 +1,50 @@
+// sim/op_calibration.hpp — calibrate a device profile from measured per-op times (the runtime's
+// `ptsim train --op-times`, schema ptsim.op_times.v1): fit a few compute-model parameters so the predicted
+// time of every op matches the measurement, and report the error on a held-out measurement (e.g. another
+// micro-batch). This is DESIGN.md's loop: the same TaskGraph measured and predicted op by op.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "hwprofiles/profiles.hpp"
+#include "models/task_graph.hpp"
+
+namespace ptsim::sim {
+
+struct MeasuredOp {
+  int id = -1;
+  std::string name;
+  models::Op op;                   // kind, phase, dtype, FLOPs and bytes of one execution
+  double seconds_per_execution = 0;
+};
+
+struct OpTimes {
+  std::string path;
+  std::string source;              // measured | predicted
+  std::string device;
+  int64_t micro_steps = 1;
+  std::vector<MeasuredOp> ops;
+};
+
+// Strict reader of a ptsim.op_times.v1 file (InputError naming file and field).
+OpTimes load_op_times(const std::string& path);
+
+struct KindError {
+  double measured_seconds = 0, predicted_before = 0, predicted_after = 0;  // per optimizer step
+};
+
+struct OpFit {
+  std::map<std::string, double> values;                 // parameter → fitted value
+  std::map<std::string, KindError> fit_by_kind;         // over the fit measurements
+  double fit_measured_seconds = 0, fit_predicted_before = 0, fit_predicted_after = 0;     // Σ ops per step
+  double holdout_measured_seconds = 0, holdout_predicted_before = 0, holdout_predicted_after = 0;
+  bool has_holdout = false;
+};
+
+// Parameters as in sim/calibration.hpp (gemm_efficiency_scale, memory_efficiency, kernel_launch_seconds,
+// sustained_clock_fraction). Objective: Σ over ops of (measured share of time) × log(predicted/measured)².
+OpFit fit_to_op_times(const std::vector<OpTimes>& fit, const std::vector<OpTimes>& holdout,
+                      const hwprofiles::GpuProfile& base, const std::vector<std::string>& parameters);
+
+}  // namespace ptsim::sim
