@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/json_reader.hpp"
@@ -96,16 +97,37 @@ double get_parameter(const hwprofiles::GpuProfile& gpu, const std::string& param
   throw InputError("unknown calibration parameter '" + parameter + "'");
 }
 
-namespace {
-
-// Bounds that keep a fit physical (fractions of a peak, a launch overhead of 0.5–50 µs).
-std::pair<double, double> bounds(const std::string& parameter) {
-  if (parameter == "kernel_launch_seconds") return {0.5e-6, 50e-6};
-  if (parameter == "gemm_efficiency_scale") return {0.2, 1.5};
-  return {0.05, 1.0};
+std::pair<double, double> parameter_bounds(const std::string& parameter) {
+  if (parameter == "kernel_launch_seconds") return {1e-8, 1e-3};
+  if (parameter == "gemm_efficiency_scale") return {0.01, 100.0};  // the curve's maximum is capped at 1 anyway
+  return {0.01, 1.0};
 }
 
-}  // namespace
+std::map<std::string, double> minimize_coordinatewise(
+    std::map<std::string, double> values, const std::function<double(const std::map<std::string, double>&)>& objective,
+    double first_step) {
+  double best = objective(values);
+  for (double step = first_step; step > 1e-4; step *= 0.5) {
+    bool improved = true;
+    while (improved) {
+      improved = false;
+      for (auto& [parameter, value] : values) {
+        auto [lo, hi] = parameter_bounds(parameter);
+        for (double factor : {1.0 + step, 1.0 / (1.0 + step)}) {
+          auto trial = values;
+          trial[parameter] = std::clamp(value * factor, lo, hi);
+          double o = objective(trial);
+          if (o < best - 1e-15) {
+            best = o;
+            values = trial;
+            improved = true;
+          }
+        }
+      }
+    }
+  }
+  return values;
+}
 
 FitResult fit_group(const PublishedRunSet& set, const std::string& group_name, const hwprofiles::ProfileSet& profiles) {
   auto found = set.groups.find(group_name);
@@ -142,27 +164,7 @@ FitResult fit_group(const PublishedRunSet& set, const std::string& group_name, c
   for (const auto& p : group.parameters) values[p] = get_parameter(cases.front().base, p);
   evaluate({}, &result.before);
 
-  // Coordinate search with shrinking multiplicative steps: robust, derivative-free, a few hundred evaluations.
-  double best = evaluate(values, nullptr);
-  for (double step = 0.5; step > 1e-4; step *= 0.5) {
-    bool improved = true;
-    while (improved) {
-      improved = false;
-      for (const auto& p : group.parameters) {
-        auto [lo, hi] = bounds(p);
-        for (double factor : {1.0 + step, 1.0 / (1.0 + step)}) {
-          auto trial = values;
-          trial[p] = std::clamp(values[p] * factor, lo, hi);
-          double objective = evaluate(trial, nullptr);
-          if (objective < best - 1e-12) {
-            best = objective;
-            values = trial;
-            improved = true;
-          }
-        }
-      }
-    }
-  }
+  values = minimize_coordinatewise(values, [&](const auto& v) { return evaluate(v, nullptr); });
   result.values = values;
   evaluate(values, &result.after);
   return result;

@@ -3,6 +3,7 @@
 // "holdout" never enter the objective, so their error is an honest extrapolation error.
 // Objective: Σ over fit runs of log(predicted / measured)²; minimised by coordinate search.
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -60,6 +61,15 @@ struct FitResult {
 // relative to the profile's current values).
 void set_parameter(hwprofiles::GpuProfile& gpu, const std::string& parameter, double value);
 double get_parameter(const hwprofiles::GpuProfile& gpu, const std::string& parameter);
+
+// Physical bounds of a fitted parameter (fractions of a peak; a per-op overhead of 10 ns – 1 ms).
+std::pair<double, double> parameter_bounds(const std::string& parameter);
+
+// Derivative-free coordinate search with shrinking multiplicative steps, starting from `values` (one entry
+// per parameter), within parameter_bounds; returns the values that minimise `objective`.
+std::map<std::string, double> minimize_coordinatewise(
+    std::map<std::string, double> values, const std::function<double(const std::map<std::string, double>&)>& objective,
+    double first_step = 0.5);
 
 FitResult fit_group(const PublishedRunSet& set, const std::string& group, const hwprofiles::ProfileSet& profiles);
 

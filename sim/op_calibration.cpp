@@ -120,31 +120,7 @@ OpFit fit_to_op_times(const std::vector<OpTimes>& fit, const std::vector<OpTimes
   };
   std::map<std::string, double> values;
   for (const auto& p : parameters) values[p] = get_parameter(base, p);
-  auto bounds = [](const std::string& p) -> std::pair<double, double> {
-    if (p == "kernel_launch_seconds") return {1e-8, 1e-3};
-    if (p == "gemm_efficiency_scale") return {0.01, 100.0};
-    return {0.01, 1.0};
-  };
-  double best = objective(values);
-  for (double step = 1.0; step > 1e-4; step *= 0.5) {
-    bool improved = true;
-    while (improved) {
-      improved = false;
-      for (const auto& p : parameters) {
-        auto [lo, hi] = bounds(p);
-        for (double factor : {1.0 + step, 1.0 / (1.0 + step)}) {
-          auto trial = values;
-          trial[p] = std::clamp(values[p] * factor, lo, hi);
-          double o = objective(trial);
-          if (o < best - 1e-15) {
-            best = o;
-            values = trial;
-            improved = true;
-          }
-        }
-      }
-    }
-  }
+  values = minimize_coordinatewise(values, objective, 1.0);
   OpFit out;
   out.values = values;
   const hwprofiles::GpuProfile after = profile_with(values);

@@ -5,6 +5,9 @@
 #include <fmt/format.h>
 
 #include <ctime>
+#include <functional>
+#include <map>
+#include <stdexcept>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -21,48 +24,32 @@ namespace {
 
 using ordered_json = nlohmann::ordered_json;
 
-// The JSON path of a fitted parameter in a GPU profile file, and its unit there.
-void write_fitted_values(const std::string& profiles_dir, const sim::PublishedRunSet& set, const sim::FitResult& fit,
-                         const hwprofiles::ProfileSet& profiles) {
-  const sim::FitGroup& group = set.groups.at(fit.group);
-  std::string fit_runs;
-  for (const auto& run : set.runs)
-    if (run.fit_group == fit.group && run.role == "fit") fit_runs += (fit_runs.empty() ? "" : ", ") + run.id;
-  std::time_t now = std::time(nullptr);
-  char date[16];
-  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-  for (const auto& gpu_name : group.apply_to) {
-    const hwprofiles::GpuProfile& gpu = hwprofiles::find_gpu(profiles, gpu_name);
-    std::string path = profiles_dir + "/gpus/" + gpu_name + ".json";
-    std::ifstream in(path);
-    ordered_json j = ordered_json::parse(in);
-    auto provenance = [&](const std::string& what) {
-      return fmt::format("fitted: {} by 'ptsim calibrate published' on {} ({}), {}; group '{}': {}", what, fit_runs,
-                         "reports/calibration/published_single_gpu.json", date, fit.group, group.why);
-    };
-    for (const auto& [parameter, value] : fit.values) {
-      if (parameter == "gemm_efficiency_scale") {
-        hwprofiles::GpuProfile scaled = gpu;
-        sim::set_parameter(scaled, parameter, value);
-        j["gemm"]["max_efficiency"]["value"] = scaled.gemm.max_efficiency;
-        j["gemm"]["max_efficiency"]["source"] = provenance(fmt::format("large-GEMM efficiency × {:.4f}", value));
-        j["batched_gemm"]["max_efficiency"]["value"] = scaled.batched_gemm.max_efficiency;
-        j["batched_gemm"]["max_efficiency"]["source"] = provenance(fmt::format("batched-GEMM efficiency × {:.4f}", value));
-      } else if (parameter == "kernel_launch_seconds") {
-        j["kernel_launch_overhead"]["value"] = value * 1e6;
-        j["kernel_launch_overhead"]["unit"] = "us";
-        j["kernel_launch_overhead"]["source"] = provenance("launch overhead");
-      } else {
-        j[parameter]["value"] = value;
-        j[parameter]["source"] = provenance(parameter);
-      }
+// Stores fitted parameter values in a GPU profile file, each with its provenance; written atomically.
+void write_fitted_parameters(const std::string& path, const hwprofiles::GpuProfile& gpu,
+                             const std::map<std::string, double>& values,
+                             const std::function<std::string(const std::string&)>& provenance) {
+  std::ifstream in(path);
+  ordered_json j = ordered_json::parse(in);
+  for (const auto& [parameter, value] : values) {
+    if (parameter == "gemm_efficiency_scale") {
+      hwprofiles::GpuProfile scaled = gpu;
+      sim::set_parameter(scaled, parameter, value);
+      j["gemm"]["max_efficiency"] = {{"value", scaled.gemm.max_efficiency}, {"unit", "fraction"},
+                                     {"source", provenance(fmt::format("large-GEMM efficiency × {:.4f}", value))}};
+      j["batched_gemm"]["max_efficiency"] = {{"value", scaled.batched_gemm.max_efficiency}, {"unit", "fraction"},
+                                             {"source", provenance(fmt::format("batched-GEMM efficiency × {:.4f}", value))}};
+    } else if (parameter == "kernel_launch_seconds") {
+      j["kernel_launch_overhead"] = {{"value", value * 1e6}, {"unit", "us"}, {"source", provenance("per-op overhead")}};
+    } else {
+      j[parameter] = {{"value", value}, {"unit", "fraction"}, {"source", provenance(parameter)}};
     }
-    std::ofstream out(path + ".tmp");
-    out << j.dump(2) << "\n";
-    out.close();
-    std::rename((path + ".tmp").c_str(), path.c_str());
-    fmt::print("wrote {}\n", path);
   }
+  std::ofstream out(path + ".tmp");
+  out << j.dump(2) << "\n";
+  out.close();
+  if (!out || std::rename((path + ".tmp").c_str(), path.c_str()) != 0)
+    throw std::runtime_error("cannot write " + path);
+  fmt::print("wrote {}\n", path);
 }
 
 std::string today() {
@@ -71,6 +58,24 @@ std::string today() {
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
   return date;
 }
+
+void write_fitted_values(const std::string& profiles_dir, const sim::PublishedRunSet& set, const sim::FitResult& fit,
+                         const hwprofiles::ProfileSet& profiles) {
+  const sim::FitGroup& group = set.groups.at(fit.group);
+  std::string fit_runs;
+  for (const auto& run : set.runs)
+    if (run.fit_group == fit.group && run.role == "fit") fit_runs += (fit_runs.empty() ? "" : ", ") + run.id;
+  const std::string date = today();
+  for (const auto& gpu_name : group.apply_to) {
+    write_fitted_parameters(profiles_dir + "/gpus/" + gpu_name + ".json", hwprofiles::find_gpu(profiles, gpu_name),
+                            fit.values, [&](const std::string& what) {
+                              return fmt::format("fitted: {} by 'ptsim calibrate published' on {} "
+                                                 "(reports/calibration/published_single_gpu.json), {}; group '{}': {}",
+                                                 what, fit_runs, date, fit.group, group.why);
+                            });
+  }
+}
+
 
 int calibrate_measured(const std::vector<std::string>& files, const std::vector<std::string>& holdout_files,
                        const std::string& device, const std::vector<std::string>& parameters,
@@ -102,32 +107,12 @@ int calibrate_measured(const std::vector<std::string>& files, const std::vector<
   line("fit step (Σ ops)", r.fit_measured_seconds, r.fit_predicted_before, r.fit_predicted_after);
   if (r.has_holdout) line("held-out step (Σ ops)", r.holdout_measured_seconds, r.holdout_predicted_before, r.holdout_predicted_after);
   if (!write) return 0;
-  std::string path = profiles_dir + "/gpus/" + device + ".json";
-  std::ifstream in(path);
-  ordered_json j = ordered_json::parse(in);
   std::string on;
   for (const auto& t : fit) on += (on.empty() ? "" : ", ") + t.path + " (" + t.device + ")";
-  auto provenance = [&](const std::string& what) {
-    return fmt::format("fitted: {} by 'ptsim calibrate measured' on per-op times {}, {}", what, on, today());
-  };
-  for (const auto& [parameter, value] : r.values) {
-    if (parameter == "gemm_efficiency_scale") {
-      hwprofiles::GpuProfile scaled = base;
-      sim::set_parameter(scaled, parameter, value);
-      j["gemm"]["max_efficiency"] = {{"value", scaled.gemm.max_efficiency}, {"unit", "fraction"}, {"source", provenance("GEMM efficiency")}};
-      j["batched_gemm"]["max_efficiency"] = {{"value", scaled.batched_gemm.max_efficiency}, {"unit", "fraction"},
-                                             {"source", provenance("batched-GEMM efficiency")}};
-    } else if (parameter == "kernel_launch_seconds") {
-      j["kernel_launch_overhead"] = {{"value", value * 1e6}, {"unit", "us"}, {"source", provenance("per-op overhead")}};
-    } else {
-      j[parameter] = {{"value", value}, {"unit", "fraction"}, {"source", provenance(parameter)}};
-    }
-  }
-  std::ofstream out(path + ".tmp");
-  out << j.dump(2) << "\n";
-  out.close();
-  std::rename((path + ".tmp").c_str(), path.c_str());
-  fmt::print("wrote {}\n", path);
+  const std::string date = today();
+  write_fitted_parameters(profiles_dir + "/gpus/" + device + ".json", base, r.values, [&](const std::string& what) {
+    return fmt::format("fitted: {} by 'ptsim calibrate measured' on per-op times {}, {}", what, on, date);
+  });
   return 0;
 }
 
