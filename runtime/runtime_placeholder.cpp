@@ -1,1 +1,0 @@
-// runtime/runtime_placeholder.cpp — keeps the library non-empty while runtime/ grows.
