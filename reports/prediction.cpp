@@ -36,7 +36,8 @@ double hardware_flops_per_step(const models::TaskGraph& g) {
 std::string hours_text(double seconds) {
   if (seconds >= 2 * 86400) return fmt::format("{:.2f} days", seconds / 86400);
   if (seconds >= 2 * 3600) return fmt::format("{:.2f} h", seconds / 3600);
-  return fmt::format("{:.1f} min", seconds / 60);
+  if (seconds >= 120) return fmt::format("{:.1f} min", seconds / 60);
+  return fmt::format("{:.2f} s", seconds);
 }
 
 }  // namespace
@@ -227,7 +228,7 @@ nlohmann::json prediction_to_json(const Prediction& p) {
 std::string prediction_to_text(const Prediction& p) {
   std::string out = fmt::format("{}: {} GPUs ({}) in {} nodes over {}\n", p.scenario, p.gpus, p.gpu, p.node, p.network);
   if (!p.description.empty()) out += "  " + p.description + "\n";
-  out += fmt::format("\n  time to train   {}  ({:.0f} s; overheads {:.0f} s)\n", hours_text(p.time_to_train_seconds),
+  out += fmt::format("\n  time to train   {}  ({:.6g} s; overheads {:.6g} s)\n", hours_text(p.time_to_train_seconds),
                      p.time_to_train_seconds, p.overhead_seconds);
   if (p.scaling_efficiency) out += fmt::format("  scaling eff.    {:.1f}%\n", 100 * *p.scaling_efficiency);
   out += fmt::format("  per GPU         {:.1f} TFLOP/s  (cluster {:.2f} PFLOP/s)\n", p.tflops_per_gpu, p.cluster_pflops);

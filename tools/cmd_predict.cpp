@@ -162,6 +162,9 @@ int run_predict_command(int argc, char** argv) {
   if (!gpu_name.empty()) return predict_single_gpu(profiles, gpu_name, model_name, flags, format, op_times_path);
 
   reports::Scenario scenario;
+  if (!node_name.empty() && flags.data_parallel != 1)
+    throw core::InputError("--data-parallel is derived from the cluster (--nodes × GPUs per node ÷ --tensor-parallel); "
+                           "do not give it with --node");
   if (!node_name.empty()) {
     core::Json j = scenario_from_flags(model_name, node_name, nodes, network, flags, steps);
     for (const auto& o : overrides) reports::apply_override(j, o);
