@@ -119,6 +119,8 @@ TEST_CASE("train: checkpoints use HuggingFace BertForPreTraining names and the t
   CHECK(model.at("cls.predictions.bias").shape == std::vector<int64_t>{397});
   CHECK(model.at("bert.encoder.layer.0.intermediate.dense.weight").shape == std::vector<int64_t>{64, 32});  // [out, in]
   CHECK(model.at("cls.seq_relationship.weight").shape == std::vector<int64_t>{2, 32});
+  // transformers' safetensors loader accepts only format pt/tf/flax/mlx in the metadata.
+  CHECK(model.metadata.at("format") == "pt");
 
   const auto config = ptsim::core::load_json_file((dir / "ck" / "step_4" / "config.json").string());
   CHECK(config.at("model_type") == "bert");
