@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "core/data_path.hpp"    // defines: data_path
 #include "core/json_reader.hpp"  // defines: load_json_file, JsonReader, InputError
 
 namespace ptsim::hwprofiles {
@@ -298,13 +299,7 @@ std::vector<PriceItem> load_price_file(const std::string& path) {
 // ---------------------------------------------------------------- the whole directory
 
 std::string hwprofiles_directory() {
-  if (const char* root = std::getenv("PTSIM_ROOT"); root != nullptr && *root != '\0')
-    return std::string(root) + "/hwprofiles";
-#ifdef PTSIM_SOURCE_DIR
-  return std::string(PTSIM_SOURCE_DIR) + "/hwprofiles";
-#else
-  return "hwprofiles";
-#endif
+  return core::data_path("hwprofiles");
 }
 
 ProfileSet load_profiles() { return load_profiles(hwprofiles_directory()); }

@@ -10,8 +10,7 @@ namespace ptsim::models {
 GraphSummary summarize(const TaskGraph& g) {
   GraphSummary s;
   for (const Op& op : g.ops) {
-    bool body = op.phase == Phase::forward || op.phase == Phase::recompute || op.phase == Phase::backward;
-    double repeat = body ? static_cast<double>(g.micro_steps) : 1.0;
+    double repeat = is_micro_step_phase(op.phase) ? static_cast<double>(g.micro_steps) : 1.0;
     s.ops_by_kind[to_string(op.kind)] += 1;
     s.flops_by_kind[to_string(op.kind)] += op.flops * repeat;
     s.flops_by_phase[to_string(op.phase)] += op.flops * repeat;

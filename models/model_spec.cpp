@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 
+#include "core/data_path.hpp"
 #include "core/json_reader.hpp"
 
 namespace ptsim::models {
@@ -18,8 +18,7 @@ using core::JsonReader;
 const char* to_string(ModelFamily family) { return family == ModelFamily::bert ? "bert" : "gpt2"; }
 
 std::string models_directory() {
-  if (const char* root = std::getenv("PTSIM_ROOT"); root && *root) return std::string(root) + "/models";
-  return std::string(PTSIM_SOURCE_DIR) + "/models";
+  return core::data_path("models");
 }
 
 std::vector<std::string> builtin_model_names() {

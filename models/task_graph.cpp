@@ -160,9 +160,12 @@ double TaskGraph::flops(Phase p) const {
   return total;
 }
 
+double TaskGraph::micro_step_flops() const {
+  return flops(Phase::forward) + flops(Phase::recompute) + flops(Phase::backward);
+}
+
 double TaskGraph::flops_per_step() const {
-  double body = flops(Phase::forward) + flops(Phase::recompute) + flops(Phase::backward);
-  return body * static_cast<double>(micro_steps) + flops(Phase::communication) + flops(Phase::optimizer);
+  return micro_step_flops() * static_cast<double>(micro_steps) + flops(Phase::communication) + flops(Phase::optimizer);
 }
 
 bool TaskGraph::is_acyclic_in_order() const {

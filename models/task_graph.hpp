@@ -88,6 +88,8 @@ bool is_communication(OpKind k);
 
 enum class Phase { forward, recompute, backward, communication, optimizer };
 const char* to_string(Phase p);
+// Forward, recompute and backward: the ops of one micro-step, run `micro_steps` times per optimizer step.
+inline bool is_micro_step_phase(Phase p) { return p == Phase::forward || p == Phase::recompute || p == Phase::backward; }
 
 // Which ranks a collective spans.
 enum class CommGroup { data_parallel, tensor_parallel };
@@ -179,6 +181,7 @@ struct TaskGraph {
 
   int64_t parameter_count() const;  // elements over params (this rank)
   double flops(Phase p) const;      // sum over ops of that phase (one micro-step for body phases)
+  double micro_step_flops() const;  // forward + recompute + backward of one micro-step
   double flops_per_step() const;    // body × micro_steps + tail
   bool is_acyclic_in_order() const; // every edge goes forward in `ops` order
 };

@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "models/builder.hpp"
 #include "reports/text_table.hpp"
+#include "reports/trace.hpp"
 #include "sim/compute_model.hpp"
 #include "sim/memory_check.hpp"
 
@@ -28,9 +29,9 @@ const hwprofiles::PriceItem* find_price(const hwprofiles::ProfileSet& profiles, 
   return &it->second;
 }
 
+// Hardware FLOPs (including recomputation) of one optimizer step's micro-steps.
 double hardware_flops_per_step(const models::TaskGraph& g) {
-  double body = g.flops(models::Phase::forward) + g.flops(models::Phase::recompute) + g.flops(models::Phase::backward);
-  return body * static_cast<double>(g.micro_steps);
+  return g.micro_step_flops() * static_cast<double>(g.micro_steps);
 }
 
 std::string hours_text(double seconds) {
@@ -129,7 +130,7 @@ Prediction predict_scenario(const Scenario& s, const hwprofiles::ProfileSet& pro
       sim::SingleDevicePrediction single = sim::predict_single_device(models::build_task_graph(model, one), config.gpu);
       p.scaling_efficiency = p.throughput_seq_per_second / (out.gpus * single.sequences_per_second);
     }
-    if (i == 0) out.first_phase_step = std::move(step);
+    if (i == 0 && options.record_trace) out.trace = chrome_trace(step, graph);
     out.training_seconds += p.seconds;
     out.memory_per_gpu_bytes = std::max(out.memory_per_gpu_bytes, p.memory_per_gpu_bytes);
     weighted_tflops += p.tflops_per_gpu * p.seconds;

@@ -42,7 +42,7 @@ struct Prediction {
   sim::CostEstimate cost;
   std::vector<PhasePrediction> phases;
   double simulator_wall_seconds = 0;
-  sim::StepSimulation first_phase_step;        // with the timeline when a trace was asked for
+  nlohmann::json trace;                        // Chrome trace of one iteration of the first phase (record_trace)
 };
 
 struct PredictOptions {

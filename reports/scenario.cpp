@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "core/data_path.hpp"
+
 namespace ptsim::reports {
 namespace fs = std::filesystem;
 using core::InputError;
@@ -14,8 +16,7 @@ using core::Json;
 using core::JsonReader;
 
 std::string scenarios_directory() {
-  const char* root = std::getenv("PTSIM_ROOT");
-  return std::string(root && *root ? root : PTSIM_SOURCE_DIR) + "/reports/scenarios";
+  return core::data_path("reports/scenarios");
 }
 
 std::vector<std::string> builtin_scenario_names() {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/data_path.hpp"
 #include "core/json_reader.hpp"
 #include "models/builder.hpp"
 #include "sim/compute_model.hpp"
@@ -14,8 +15,7 @@ namespace ptsim::sim {
 using core::InputError;
 
 std::string default_published_runs_path() {
-  const char* root = std::getenv("PTSIM_ROOT");
-  return std::string(root && *root ? root : PTSIM_SOURCE_DIR) + "/reports/calibration/published_single_gpu.json";
+  return core::data_path("reports/calibration/published_single_gpu.json");
 }
 
 PublishedRunSet load_published_runs(const std::string& path) {

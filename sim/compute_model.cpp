@@ -19,7 +19,6 @@ double curve(const hwprofiles::EfficiencyCurve& c, double x) {
   return c.max_efficiency * x / (x + c.half_size);
 }
 
-bool is_body(Phase p) { return p == Phase::forward || p == Phase::recompute || p == Phase::backward; }
 
 }  // namespace
 
@@ -66,7 +65,7 @@ SingleDevicePrediction predict_single_device(const models::TaskGraph& g, const h
   for (const auto& op : g.ops) {
     double t = op_cost(op, gpu).seconds;
     p.op_seconds[static_cast<size_t>(op.id)] = t;
-    const bool body = is_body(op.phase);
+    const bool body = models::is_micro_step_phase(op.phase);
     (body ? p.micro_step_seconds : p.tail_seconds) += t;
     p.seconds_by_kind[models::to_string(op.kind)] += body ? t * micro_steps : t;
     if (op.phase == Phase::forward || op.phase == Phase::backward) model_flops_micro += op.flops;

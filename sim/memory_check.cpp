@@ -55,12 +55,12 @@ void require_fits(const models::ModelSpec& model, const models::Recipe& recipe, 
     msg += fmt::format("\n  try: --micro-batch {} (the largest that fits) with --grad-accum {} to keep the batch", mb,
                        accum);
   }
-  if (!recipe.recompute_activations) {
-    int64_t mb_recompute = largest_fitting_micro_batch(model, recipe, gpu, true);
-    if (mb_recompute > mb)
-      msg += fmt::format("\n  or: --recompute (activation recomputation) fits micro-batch {}", mb_recompute);
-  }
-  if (mb == 0 && (recipe.recompute_activations || largest_fitting_micro_batch(model, recipe, gpu, true) == 0))
+  // With recomputation already on, the search above was the recomputation one.
+  const int64_t mb_recompute =
+      recipe.recompute_activations ? mb : largest_fitting_micro_batch(model, recipe, gpu, true);
+  if (mb_recompute > mb)
+    msg += fmt::format("\n  or: --recompute (activation recomputation) fits micro-batch {}", mb_recompute);
+  if (mb_recompute == 0)
     msg += "\n  even micro-batch 1 does not fit: use a GPU with more memory or tensor parallelism";
   throw core::InputError(msg);
 }

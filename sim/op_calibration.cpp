@@ -24,7 +24,6 @@ models::DType parse_dtype(const std::string& name, const core::JsonReader& r) {
   r.fail("dtype", "f32, f16, bf16 or f64, got \"" + name + "\"");
 }
 
-bool is_body(const std::string& phase) { return phase == "forward" || phase == "recompute" || phase == "backward"; }
 
 struct Totals {
   double measured = 0, predicted = 0;
@@ -34,7 +33,7 @@ Totals totals(const OpTimes& t, const hwprofiles::GpuProfile& gpu, std::map<std:
               bool after) {
   Totals out;
   for (const auto& m : t.ops) {
-    const double executions = is_body(models::to_string(m.op.phase)) ? static_cast<double>(t.micro_steps) : 1.0;
+    const double executions = models::is_micro_step_phase(m.op.phase) ? static_cast<double>(t.micro_steps) : 1.0;
     const double measured = m.seconds_per_execution * executions;
     const double predicted = op_cost(m.op, gpu).seconds * executions;
     out.measured += measured;
@@ -88,7 +87,7 @@ OpTimes load_op_times(const std::string& path) {
     m.op.bytes_read = o.require_non_negative("bytes_read");
     m.op.bytes_written = o.require_non_negative("bytes_written");
     m.op.dtype = parse_dtype(o.require_string("dtype"), o);
-    const double executions = is_body(phase) ? static_cast<double>(t.micro_steps) : 1.0;
+    const double executions = models::is_micro_step_phase(m.op.phase) ? static_cast<double>(t.micro_steps) : 1.0;
     m.seconds_per_execution = o.require_non_negative("seconds") / executions;
     o.finish();
     t.ops.push_back(m);

@@ -18,7 +18,6 @@ namespace {
 using models::OpKind;
 using models::Phase;
 
-bool is_body(Phase p) { return p == Phase::forward || p == Phase::recompute || p == Phase::backward; }
 
 class StepRun {
  public:
@@ -31,7 +30,7 @@ class StepRun {
     for (const auto& op : g.ops) op_seconds_[static_cast<size_t>(op.id)] = op_cost(op, c.gpu).seconds;
     build_groups();
     for (const auto& op : g.ops) {
-      if (is_body(op.phase)) body_.push_back(op.id);
+      if (models::is_micro_step_phase(op.phase)) body_.push_back(op.id);
       else if (op.phase == Phase::communication) comm_.push_back(op.id);
       else tail_.push_back(op.id);
     }
@@ -165,7 +164,7 @@ class StepRun {
 
   void finish_op(int id, int micro) {
     ++cursor_;
-    if (micro == micro_steps_ - 1 && is_body(g_.op(id).phase)) {
+    if (micro == micro_steps_ - 1 && models::is_micro_step_phase(g_.op(id).phase)) {
       done_in_last_[static_cast<size_t>(id)] = true;
       try_start_comm();
     }
@@ -186,7 +185,7 @@ class StepRun {
     int id = comm_[comm_cursor_];
     for (int dep : comm_deps_[id]) {
       const models::Op& d = g_.op(dep);
-      if (is_body(d.phase) && !done_in_last_[static_cast<size_t>(dep)]) return;
+      if (models::is_micro_step_phase(d.phase) && !done_in_last_[static_cast<size_t>(dep)]) return;
       if (d.phase == Phase::communication && !comm_done_[static_cast<size_t>(dep)]) return;
     }
     comm_busy_ = true;

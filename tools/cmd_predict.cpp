@@ -11,7 +11,6 @@
 #include "hwprofiles/profiles.hpp"
 #include "reports/prediction.hpp"
 #include "reports/scenario.hpp"
-#include "reports/trace.hpp"
 #include "runtime/train/op_times.hpp"
 #include "models/builder.hpp"
 #include "models/graph_export.hpp"
@@ -43,7 +42,7 @@ int predict_single_gpu(const hwprofiles::ProfileSet& profiles, const std::string
     // Per op per optimizer step, in the runtime's measured schema (body ops × micro-steps).
     std::vector<double> per_step(p.op_seconds);
     for (const auto& op : graph.ops)
-      if (op.phase == models::Phase::forward || op.phase == models::Phase::recompute || op.phase == models::Phase::backward)
+      if (models::is_micro_step_phase(op.phase))
         per_step[static_cast<size_t>(op.id)] *= static_cast<double>(graph.micro_steps);
     runtime::OpTimesInfo info;
     info.source = "predicted";
@@ -108,12 +107,6 @@ core::Json scenario_from_flags(const std::string& model, const std::string& node
   return j;
 }
 
-void write_trace(const std::string& path, const reports::Prediction& p, const models::TaskGraph& graph) {
-  std::ofstream out(path);
-  if (!out) throw core::InputError(fmt::format("--trace {}: cannot write the file", path));
-  out << reports::chrome_trace(p.first_phase_step, graph).dump() << "\n";
-}
-
 }  // namespace
 
 int run_predict_command(int argc, char** argv) {
@@ -176,14 +169,9 @@ int run_predict_command(int argc, char** argv) {
   options.record_trace = !trace_path.empty();
   reports::Prediction p = reports::predict_scenario(scenario, profiles, options);
   if (!trace_path.empty()) {
-    models::Recipe r = scenario.recipe;
-    const auto& ph = p.phases.front();
-    r.seq_len = ph.seq_len;
-    r.micro_batch = ph.micro_batch;
-    r.grad_accum = ph.grad_accum;
-    r.data_parallel = p.gpus / scenario.recipe.tensor_parallel;
-    r.max_predictions = scenario.phases.front().max_predictions;
-    write_trace(trace_path, p, models::build_task_graph(models::load_model(scenario.model), r));
+    std::ofstream out(trace_path);
+    if (!out) throw core::InputError(fmt::format("--trace {}: cannot write the file", trace_path));
+    out << p.trace.dump() << "\n";
   }
   if (format == "json") fmt::print("{}\n", reports::prediction_to_json(p).dump(2));
   else fmt::print("{}", reports::prediction_to_text(p));

@@ -57,7 +57,6 @@ class AlignedBuffer {
 };
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::f64; }
-bool is_body(Phase p) { return p == Phase::forward || p == Phase::recompute || p == Phase::backward; }
 
 // splitmix64 (Steele et al. 2014) for parameter initialisation: counter-based, so every element's value
 // depends only on (seed, parameter name, element index).
@@ -116,7 +115,7 @@ struct Executor::Impl {
     for (const Op& op : graph.ops) {
       const bool tail_kind =
           op.kind == OpKind::all_reduce || op.kind == OpKind::grad_norm || op.kind == OpKind::optimizer_update;
-      if (is_body(op.phase)) {
+      if (models::is_micro_step_phase(op.phase)) {
         if (models::is_communication(op.kind) || op.kind == OpKind::grad_norm || op.kind == OpKind::optimizer_update)
           throw InputError(fmt::format("op {}: {} inside a micro-step is not supported by the CPU runtime", op.name,
                                        models::to_string(op.kind)));
@@ -174,7 +173,7 @@ struct Executor::Impl {
     op_inputs.resize(graph.ops.size());
     op_outputs.resize(graph.ops.size());
     for (const Op& op : graph.ops) {
-      (is_body(op.phase) ? body_ops : tail_ops).push_back(op.id);
+      (models::is_micro_step_phase(op.phase) ? body_ops : tail_ops).push_back(op.id);
       if (op.kind == OpKind::optimizer_update) continue;  // reads gradients by parameter index, writes via the Optimizer
       auto resolve = [&](const std::vector<int>& ids, std::vector<void*>& out) {
         for (int id : ids) {

@@ -75,6 +75,23 @@ void check_slots(const std::vector<ParamSlot>& slots) {
   }
 }
 
+// The fp32 coefficients of one Adam-style step t (shared by AdamW, LAMB and LANS).
+struct AdamCoefficients {
+  float b1, b2, one_minus_b1, one_minus_b2, bc1, bc2, eps, lambda;
+  AdamCoefficients(const OptimizerConfig& config, int64_t step, bool decay) {
+    const double t = static_cast<double>(step);
+    b1 = static_cast<float>(config.beta1);
+    b2 = static_cast<float>(config.beta2);
+    // 1 − β in double, then rounded: 1.0f − 0.999f would carry 0.999f's rounding error (1.3e-5 relative).
+    one_minus_b1 = static_cast<float>(1.0 - config.beta1);
+    one_minus_b2 = static_cast<float>(1.0 - config.beta2);
+    bc1 = static_cast<float>(1.0 - std::pow(config.beta1, t));
+    bc2 = static_cast<float>(1.0 - std::pow(config.beta2, t));
+    eps = static_cast<float>(config.eps);
+    lambda = decay ? static_cast<float>(config.weight_decay) : 0.0f;
+  }
+};
+
 double norm_of(const float* x, std::size_t n) {
   double sum = 0.0;
   for (std::size_t k = 0; k < n; ++k) sum += static_cast<double>(x[k]) * x[k];
@@ -236,15 +253,9 @@ void AdamW::update_slot(std::size_t i) {
   const ParamSlot& s = slots_[i];
   float* m = state_[i][0].data();
   float* v = state_[i][1].data();
-  const double t = static_cast<double>(current_t());
-  const float b1 = static_cast<float>(config_.beta1), b2 = static_cast<float>(config_.beta2);
-  // 1 − β in double, then rounded: 1.0f − 0.999f would carry 0.999f's rounding error (1.3e-5 relative).
-  const float one_minus_b1 = static_cast<float>(1.0 - config_.beta1);
-  const float one_minus_b2 = static_cast<float>(1.0 - config_.beta2);
-  const float bc1 = static_cast<float>(1.0 - std::pow(config_.beta1, t));
-  const float bc2 = static_cast<float>(1.0 - std::pow(config_.beta2, t));
-  const float eps = static_cast<float>(config_.eps);
-  const float lambda = s.decay ? static_cast<float>(config_.weight_decay) : 0.0f;
+  const AdamCoefficients c(config_, current_t(), s.decay);
+  const float b1 = c.b1, b2 = c.b2, one_minus_b1 = c.one_minus_b1, one_minus_b2 = c.one_minus_b2;
+  const float bc1 = c.bc1, bc2 = c.bc2, eps = c.eps, lambda = c.lambda;
   const float lr = static_cast<float>(lr_);
   const float clip = static_cast<float>(clip_divisor_);
   for (std::size_t k = 0; k < s.n; ++k) {
@@ -267,15 +278,9 @@ void Lamb::update_slot(std::size_t i) {
   const ParamSlot& s = slots_[i];
   float* m = state_[i][0].data();
   float* v = state_[i][1].data();
-  const double t = static_cast<double>(current_t());
-  const float b1 = static_cast<float>(config_.beta1), b2 = static_cast<float>(config_.beta2);
-  // 1 − β in double, then rounded: 1.0f − 0.999f would carry 0.999f's rounding error (1.3e-5 relative).
-  const float one_minus_b1 = static_cast<float>(1.0 - config_.beta1);
-  const float one_minus_b2 = static_cast<float>(1.0 - config_.beta2);
-  const float bc1 = static_cast<float>(1.0 - std::pow(config_.beta1, t));
-  const float bc2 = static_cast<float>(1.0 - std::pow(config_.beta2, t));
-  const float eps = static_cast<float>(config_.eps);
-  const float lambda = s.decay ? static_cast<float>(config_.weight_decay) : 0.0f;
+  const AdamCoefficients c(config_, current_t(), s.decay);
+  const float b1 = c.b1, b2 = c.b2, one_minus_b1 = c.one_minus_b1, one_minus_b2 = c.one_minus_b2;
+  const float bc1 = c.bc1, bc2 = c.bc2, eps = c.eps, lambda = c.lambda;
   const float clip = static_cast<float>(clip_divisor_);
   // u from the (already updated) moments and the old weight; used identically in both passes.
   auto u_at = [&](std::size_t k) { return (m[k] / bc1) / (std::sqrt(v[k] / bc2) + eps) + lambda * s.weight[k]; };
@@ -311,15 +316,9 @@ void Lans::update_slot(std::size_t i) {
   const ParamSlot& s = slots_[i];
   float* m = state_[i][0].data();
   float* v = state_[i][1].data();
-  const double t = static_cast<double>(current_t());
-  const float b1 = static_cast<float>(config_.beta1), b2 = static_cast<float>(config_.beta2);
-  // 1 − β in double, then rounded: 1.0f − 0.999f would carry 0.999f's rounding error (1.3e-5 relative).
-  const float one_minus_b1 = static_cast<float>(1.0 - config_.beta1);
-  const float one_minus_b2 = static_cast<float>(1.0 - config_.beta2);
-  const float bc1 = static_cast<float>(1.0 - std::pow(config_.beta1, t));
-  const float bc2 = static_cast<float>(1.0 - std::pow(config_.beta2, t));
-  const float eps = static_cast<float>(config_.eps);
-  const float lambda = s.decay ? static_cast<float>(config_.weight_decay) : 0.0f;
+  const AdamCoefficients c(config_, current_t(), s.decay);
+  const float b1 = c.b1, b2 = c.b2, one_minus_b1 = c.one_minus_b1, one_minus_b2 = c.one_minus_b2;
+  const float bc1 = c.bc1, bc2 = c.bc2, eps = c.eps, lambda = c.lambda;
   // Pass 0: ‖g‖ and ‖w‖ of this block. A zero gradient block gives ĝ = 0 (no division by zero): the
   // moments then just decay and the step continues from them, as a zero Adam gradient would.
   const double g_norm = norm_of(s.grad, s.n);

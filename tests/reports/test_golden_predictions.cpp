@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "core/data_path.hpp"
 #include "hwprofiles/profiles.hpp"
 #include "reports/prediction.hpp"
 #include "reports/scenario.hpp"
@@ -18,8 +19,7 @@ using namespace ptsim;
 namespace {
 
 std::string golden_path() {
-  const char* root = std::getenv("PTSIM_ROOT");
-  return std::string(root && *root ? root : PTSIM_SOURCE_DIR) + "/tests/reports/golden_predictions.json";
+  return core::data_path("tests/reports/golden_predictions.json");
 }
 
 nlohmann::json frozen_fields(const reports::Prediction& p) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "runtime/checkpoint/atomic_file.hpp"
 #include "runtime/checkpoint/checkpoint.hpp"
 #include "runtime/optim/lr_schedule.hpp"
@@ -24,15 +25,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / ("ptsim_test_ck_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
+struct TempDir : ptsim::test::TempDir {
+  TempDir() : ptsim::test::TempDir("ck") {}
 };
 
 std::string slurp(const fs::path& p) {

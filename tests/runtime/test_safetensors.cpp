@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "runtime/checkpoint/safetensors.hpp"
 
 using ptsim::core::InputError;
@@ -18,16 +19,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh directory under the system temp dir, removed at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / ("ptsim_test_st_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
+struct TempDir : ptsim::test::TempDir {
+  TempDir() : ptsim::test::TempDir("st") {}
 };
 
 std::vector<std::byte> bytes_of(const std::string& s) {

@@ -9,6 +9,7 @@
 #include "runtime/data/pretraining_data.hpp"
 #include "runtime/data/tokenizer.hpp"
 #include "runtime/data/vocab_trainer.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace ptsim::test {
 
@@ -17,26 +18,8 @@ namespace fs = std::filesystem;
 // The hand-written test corpus: 12 documents, 65 sentences, 76 lines, ~4 KB of original English (tests/data/).
 inline std::string small_corpus_path() { return std::string(PTSIM_SOURCE_DIR) + "/tests/data/small_corpus.txt"; }
 
-inline fs::path temp_root() {
-  return fs::temp_directory_path() / std::string("ptsim_data_test_").append(std::to_string(::getpid()));
-}
-
-// Removes this process's temp root when the test program exits.
-struct TempRootCleaner {
-  ~TempRootCleaner() {
-    std::error_code ec;
-    fs::remove_all(temp_root(), ec);
-  }
-};
-inline TempRootCleaner temp_root_cleaner;
-
-// A fresh, empty directory under the system temp dir, unique per process and name.
-inline fs::path fresh_temp_dir(const std::string& name) {
-  fs::path dir = temp_root() / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+// A fresh, empty directory under this process's scratch root (removed at exit).
+inline fs::path fresh_temp_dir(const std::string& name) { return ptsim::test::process_temp_dir(name); }
 
 inline void write_text(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

@@ -17,28 +17,13 @@
 
 #include "core/json_reader.hpp"
 #include "tests/support/run_command.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace ptsim::test {
 
 namespace fs = std::filesystem;
 
-inline fs::path train_temp_root() {
-  return fs::temp_directory_path() / ("ptsim_train_test_" + std::to_string(::getpid()));
-}
-struct TrainTempCleaner {
-  ~TrainTempCleaner() {
-    std::error_code ec;
-    fs::remove_all(train_temp_root(), ec);
-  }
-};
-inline TrainTempCleaner train_temp_cleaner;
-
-inline fs::path fresh_dir(const std::string& name) {
-  fs::path d = train_temp_root() / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+inline fs::path fresh_dir(const std::string& name) { return ptsim::test::process_temp_dir(name); }
 
 inline std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
