@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "models/builder.hpp"
+#include "reports/prediction_cache.hpp"
 #include "reports/text_table.hpp"
 #include "reports/trace.hpp"
 #include "sim/compute_model.hpp"
@@ -43,14 +44,11 @@ std::string hours_text(double seconds) {
 
 }  // namespace
 
-Prediction predict_scenario(const Scenario& s, const hwprofiles::ProfileSet& profiles, const PredictOptions& options) {
-  const auto wall_start = std::chrono::steady_clock::now();
-  Prediction out;
-  out.scenario = s.name;
-  out.description = s.description;
+sim::ClusterConfig resolve_cluster(const Scenario& s, const hwprofiles::ProfileSet& profiles) {
   sim::ClusterConfig config;
   config.cluster.node = hwprofiles::find_node(profiles, s.node);
-  config.cluster.network = hwprofiles::find_network(profiles, s.network.empty() ? config.cluster.node.default_network : s.network);
+  config.cluster.network =
+      hwprofiles::find_network(profiles, s.network.empty() ? config.cluster.node.default_network : s.network);
   config.cluster.nodes = s.nodes;
   if (s.gpus_per_node > 0) {
     if (s.gpus_per_node > config.cluster.node.gpus_per_node)
@@ -64,96 +62,118 @@ Prediction predict_scenario(const Scenario& s, const hwprofiles::ProfileSet& pro
   config.data_parallel_algorithm = s.algorithm;
   config.channels = s.channels;
   config.mode = s.exact ? sim::SimulationMode::exact : sim::SimulationMode::replicated;
-  out.gpus = config.gpu_count();
-  out.gpu = config.gpu.name;
-  out.node = config.cluster.node.name;
-  out.network = config.cluster.network.name;
-  const models::ModelSpec model = models::load_model(s.model);
-  if (out.gpus % s.recipe.tensor_parallel != 0)
-    throw core::InputError(fmt::format("{}: tensor-parallel {} does not divide the cluster's {} GPUs", s.file,
-                                       s.recipe.tensor_parallel, out.gpus));
-  const int64_t dp = out.gpus / s.recipe.tensor_parallel;
+  return config;
+}
 
+int64_t data_parallel_ranks(const Scenario& s, const sim::ClusterConfig& config) {
+  const int gpus = config.gpu_count();
+  if (gpus % s.recipe.tensor_parallel != 0)
+    throw core::InfeasibleError(core::Infeasibility::parallelism,
+                                fmt::format("{}: tensor-parallel {} does not divide the cluster's {} GPUs", s.file,
+                                            s.recipe.tensor_parallel, gpus));
+  return gpus / s.recipe.tensor_parallel;
+}
+
+PhaseShape phase_shape(const PhaseSpec& ph, int64_t dp) {
+  PhaseShape shape;
+  shape.grad_accum = ph.grad_accum > 0 ? ph.grad_accum
+                     : ph.global_batch > 0
+                         ? std::max<int64_t>(1, std::llround(static_cast<double>(ph.global_batch) /
+                                                             static_cast<double>(ph.micro_batch * dp)))
+                         : 1;
+  shape.global_batch = ph.micro_batch * shape.grad_accum * dp;
+  shape.steps = ph.steps > 0 ? ph.steps
+                             : static_cast<int64_t>(std::ceil(ph.epochs * ph.dataset_sequences /
+                                                              static_cast<double>(shape.global_batch)));
+  return shape;
+}
+
+models::Recipe phase_recipe(const Scenario& s, const PhaseSpec& ph, const PhaseShape& shape, int64_t dp) {
+  models::Recipe r = s.recipe;
+  r.seq_len = ph.seq_len;
+  r.micro_batch = ph.micro_batch;
+  r.grad_accum = shape.grad_accum;
+  r.data_parallel = dp;
+  r.max_predictions = ph.max_predictions;
+  return r;
+}
+
+namespace {
+
+// FLOP rate of the scenario's scaling baseline (Megatron: another model on one GPU), if it names one.
+std::optional<double> baseline_flops_per_second(const Scenario& s, const sim::ClusterConfig& config,
+                                                PredictionCache& cache) {
+  if (!s.scaling_baseline) return std::nullopt;
+  models::Recipe r = s.recipe;
+  r.tensor_parallel = 1;
+  r.data_parallel = 1;
+  r.micro_batch = s.scaling_baseline->micro_batch;
+  r.seq_len = s.scaling_baseline->seq_len;
+  r.grad_accum = 1;
+  const auto model = cache.model(s.scaling_baseline->model);
+  const sim::SingleDevicePrediction single = cache.single_device(*model, r, config.gpu);
+  return hardware_flops_per_step(cache.graph(*model, r)->graph) / single.step_seconds;
+}
+
+struct PhaseContext {
+  const Scenario& scenario;
+  const sim::ClusterConfig& config;
+  const models::ModelSpec& model;
+  int64_t dp = 1;
   std::optional<double> baseline_flops;
-  if (s.scaling_baseline) {
-    models::Recipe r = s.recipe;
-    r.tensor_parallel = 1;
-    r.data_parallel = 1;
-    r.micro_batch = s.scaling_baseline->micro_batch;
-    r.seq_len = s.scaling_baseline->seq_len;
-    r.grad_accum = 1;
-    models::TaskGraph g = models::build_task_graph(models::load_model(s.scaling_baseline->model), r);
-    sim::SingleDevicePrediction single = sim::predict_single_device(g, config.gpu);
-    baseline_flops = hardware_flops_per_step(g) / single.step_seconds;
+  PredictionCache& cache;
+  const PredictOptions& options;
+};
+
+// One phase on the cluster: its step simulated, its steps counted, its efficiency against one GPU.
+PhasePrediction predict_phase(const PhaseContext& c, const PhaseSpec& ph, bool trace, nlohmann::json* trace_out) {
+  const Scenario& s = c.scenario;
+  PhasePrediction p;
+  p.name = ph.name;
+  p.seq_len = ph.seq_len;
+  p.micro_batch = ph.micro_batch;
+  const PhaseShape shape = phase_shape(ph, c.dp);
+  p.grad_accum = shape.grad_accum;
+  p.global_batch = shape.global_batch;
+  p.steps = shape.steps;
+  const models::Recipe r = phase_recipe(s, ph, shape, c.dp);
+  const auto planned = c.cache.graph(c.model, r);
+  sim::require_fits(c.model, r, planned->plan, c.config.gpu, c.options.fit_suggestions);
+  p.memory_per_gpu_bytes = sim::check_memory(planned->plan, c.config.gpu).needed_bytes;
+  const sim::StepSimulation step =
+      trace ? sim::simulate_step(planned->graph, c.config, true) : c.cache.step(c.model, r, c.config);
+  p.iteration_seconds = step.iteration_seconds;
+  p.compute_seconds = step.compute_seconds + step.blocking_comm_seconds;
+  p.exposed_comm_seconds = step.exposed_comm_seconds;
+  p.data_parallel_algorithm = step.data_parallel_algorithm;
+  p.throughput_seq_per_second = static_cast<double>(p.global_batch) / p.iteration_seconds;
+  p.seconds = static_cast<double>(p.steps) * p.iteration_seconds;
+  p.tflops_per_gpu = hardware_flops_per_step(planned->graph) / p.iteration_seconds / 1e12;
+  if (c.baseline_flops) {
+    p.scaling_efficiency = p.tflops_per_gpu * 1e12 / *c.baseline_flops;
+  } else if (s.recipe.tensor_parallel == 1) {
+    models::Recipe one = r;
+    one.data_parallel = 1;
+    const sim::SingleDevicePrediction single = c.cache.single_device(c.model, one, c.config.gpu);
+    p.scaling_efficiency = p.throughput_seq_per_second / (c.config.gpu_count() * single.sequences_per_second);
   }
+  if (trace && trace_out) *trace_out = chrome_trace(step, planned->graph);
+  return p;
+}
 
-  double weighted_efficiency = 0, weighted_tflops = 0;
-  bool all_efficiencies = true;
-  for (size_t i = 0; i < s.phases.size(); ++i) {
-    const PhaseSpec& ph = s.phases[i];
-    PhasePrediction p;
-    p.name = ph.name;
-    p.seq_len = ph.seq_len;
-    p.micro_batch = ph.micro_batch;
-    p.grad_accum = ph.grad_accum > 0 ? ph.grad_accum
-                   : ph.global_batch > 0
-                       ? std::max<int64_t>(1, std::llround(static_cast<double>(ph.global_batch) /
-                                                           static_cast<double>(ph.micro_batch * dp)))
-                       : 1;
-    p.global_batch = p.micro_batch * p.grad_accum * dp;
-    p.steps = ph.steps > 0 ? ph.steps
-                           : static_cast<int64_t>(std::ceil(ph.epochs * ph.dataset_sequences / static_cast<double>(p.global_batch)));
-    models::Recipe r = s.recipe;
-    r.seq_len = ph.seq_len;
-    r.micro_batch = ph.micro_batch;
-    r.grad_accum = p.grad_accum;
-    r.data_parallel = dp;
-    r.max_predictions = ph.max_predictions;
-    models::TaskGraph graph = models::build_task_graph(model, r);
-    models::MemoryPlan plan = models::plan_memory(graph);
-    sim::require_fits(model, r, plan, config.gpu);
-    p.memory_per_gpu_bytes = sim::check_memory(plan, config.gpu).needed_bytes;
-    sim::StepSimulation step = sim::simulate_step(graph, config, options.record_trace && i == 0);
-    p.iteration_seconds = step.iteration_seconds;
-    p.compute_seconds = step.compute_seconds + step.blocking_comm_seconds;
-    p.exposed_comm_seconds = step.exposed_comm_seconds;
-    p.data_parallel_algorithm = step.data_parallel_algorithm;
-    p.throughput_seq_per_second = static_cast<double>(p.global_batch) / p.iteration_seconds;
-    p.seconds = static_cast<double>(p.steps) * p.iteration_seconds;
-    const double hw_flops = hardware_flops_per_step(graph);
-    p.tflops_per_gpu = hw_flops / p.iteration_seconds / 1e12;
-    if (baseline_flops) {
-      p.scaling_efficiency = p.tflops_per_gpu * 1e12 / *baseline_flops;
-    } else if (s.recipe.tensor_parallel == 1) {
-      models::Recipe one = r;
-      one.data_parallel = 1;
-      sim::SingleDevicePrediction single = sim::predict_single_device(models::build_task_graph(model, one), config.gpu);
-      p.scaling_efficiency = p.throughput_seq_per_second / (out.gpus * single.sequences_per_second);
-    }
-    if (i == 0 && options.record_trace) out.trace = chrome_trace(step, graph);
-    out.training_seconds += p.seconds;
-    out.memory_per_gpu_bytes = std::max(out.memory_per_gpu_bytes, p.memory_per_gpu_bytes);
-    weighted_tflops += p.tflops_per_gpu * p.seconds;
-    if (p.scaling_efficiency) weighted_efficiency += *p.scaling_efficiency * p.seconds;
-    else all_efficiencies = false;
-    out.phases.push_back(p);
+double phase_overhead_seconds(const Overheads& o, int64_t steps) {
+  double seconds = 0;
+  if (o.checkpoint_every_steps > 0) seconds += static_cast<double>(steps / o.checkpoint_every_steps) * o.checkpoint_seconds;
+  if (o.evaluation_every_steps > 0) seconds += static_cast<double>(steps / o.evaluation_every_steps) * o.evaluation_seconds;
+  return seconds;
+}
 
-    const Overheads& o = s.overheads;
-    if (o.checkpoint_every_steps > 0)
-      out.overhead_seconds += static_cast<double>(p.steps / o.checkpoint_every_steps) * o.checkpoint_seconds;
-    if (o.evaluation_every_steps > 0)
-      out.overhead_seconds += static_cast<double>(p.steps / o.evaluation_every_steps) * o.evaluation_seconds;
-  }
-  out.overhead_seconds += s.overheads.startup_seconds;
-  out.time_to_train_seconds = out.training_seconds + out.overhead_seconds;
-  out.tflops_per_gpu = out.training_seconds > 0 ? weighted_tflops / out.training_seconds : 0;
-  out.cluster_pflops = out.tflops_per_gpu * out.gpus / 1e3;
-  if (all_efficiencies && out.training_seconds > 0) out.scaling_efficiency = weighted_efficiency / out.training_seconds;
-
+sim::CostEstimate predict_cost(const Scenario& s, const sim::ClusterConfig& config,
+                               const hwprofiles::ProfileSet& profiles, double hours) {
   sim::CostInputs cost;
   cost.nodes = s.nodes;
   cost.gpus_per_node = config.cluster.node.gpus_per_node;
-  cost.hours = out.time_to_train_seconds / 3600;
+  cost.hours = hours;
   if (const auto* p = find_price(profiles, s.prices.rental, "rental")) cost.rental = *p;
   if (const auto* p = find_price(profiles, s.prices.spot, "spot")) cost.spot = *p;
   if (const auto* p = find_price(profiles, s.prices.purchase, "purchase")) cost.node_purchase_usd = p->usd;
@@ -164,7 +184,46 @@ Prediction predict_scenario(const Scenario& s, const hwprofiles::ProfileSet& pro
   if (const auto* p = find_price(profiles, s.prices.electricity, "electricity")) cost.usd_per_kwh = p->usd;
   if (const auto* p = find_price(profiles, s.prices.pue, "pue")) cost.pue = p->ratio;
   cost.spot_preemption_overhead = s.prices.spot_preemption_overhead;
-  out.cost = sim::estimate_cost(cost);
+  return sim::estimate_cost(cost);
+}
+
+}  // namespace
+
+Prediction predict_scenario(const Scenario& s, const hwprofiles::ProfileSet& profiles, const PredictOptions& options) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  PredictionCache local_cache;
+  PredictionCache& cache = options.cache ? *options.cache : local_cache;
+  Prediction out;
+  out.scenario = s.name;
+  out.description = s.description;
+  const sim::ClusterConfig config = resolve_cluster(s, profiles);
+  out.gpus = config.gpu_count();
+  out.gpu = config.gpu.name;
+  out.node = config.cluster.node.name;
+  out.network = config.cluster.network.name;
+  const auto model = cache.model(s.model);
+  const PhaseContext context{s, config, *model, data_parallel_ranks(s, config),
+                             baseline_flops_per_second(s, config, cache), cache, options};
+
+  double weighted_efficiency = 0, weighted_tflops = 0;
+  bool all_efficiencies = true;
+  for (size_t i = 0; i < s.phases.size(); ++i) {
+    const bool trace = options.record_trace && i == 0;
+    PhasePrediction p = predict_phase(context, s.phases[i], trace, trace ? &out.trace : nullptr);
+    out.training_seconds += p.seconds;
+    out.memory_per_gpu_bytes = std::max(out.memory_per_gpu_bytes, p.memory_per_gpu_bytes);
+    weighted_tflops += p.tflops_per_gpu * p.seconds;
+    if (p.scaling_efficiency) weighted_efficiency += *p.scaling_efficiency * p.seconds;
+    else all_efficiencies = false;
+    out.overhead_seconds += phase_overhead_seconds(s.overheads, p.steps);
+    out.phases.push_back(p);
+  }
+  out.overhead_seconds += s.overheads.startup_seconds;
+  out.time_to_train_seconds = out.training_seconds + out.overhead_seconds;
+  out.tflops_per_gpu = out.training_seconds > 0 ? weighted_tflops / out.training_seconds : 0;
+  out.cluster_pflops = out.tflops_per_gpu * out.gpus / 1e3;
+  if (all_efficiencies && out.training_seconds > 0) out.scaling_efficiency = weighted_efficiency / out.training_seconds;
+  out.cost = predict_cost(s, config, profiles, out.time_to_train_seconds / 3600);
   out.simulator_wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return out;

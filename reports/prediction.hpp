@@ -45,9 +45,25 @@ struct Prediction {
   nlohmann::json trace;                        // Chrome trace of one iteration of the first phase (record_trace)
 };
 
+class PredictionCache;
+
 struct PredictOptions {
   bool record_trace = false;
+  PredictionCache* cache = nullptr;  // shared work across predictions (a sweep); nullptr: a private one
+  bool fit_suggestions = true;       // a configuration that does not fit: search for what would (slower)
 };
+
+// The steps of predict_scenario, for callers that plan recipes (the sweep's --auto-recipe).
+struct PhaseShape {
+  int64_t grad_accum = 1;
+  int64_t global_batch = 0;
+  int64_t steps = 0;
+};
+sim::ClusterConfig resolve_cluster(const Scenario& s, const hwprofiles::ProfileSet& profiles);
+// GPUs ÷ tensor parallel; core::InfeasibleError (parallelism) when tensor parallel does not divide them.
+int64_t data_parallel_ranks(const Scenario& s, const sim::ClusterConfig& config);
+PhaseShape phase_shape(const PhaseSpec& phase, int64_t data_parallel);
+models::Recipe phase_recipe(const Scenario& s, const PhaseSpec& phase, const PhaseShape& shape, int64_t data_parallel);
 
 Prediction predict_scenario(const Scenario& scenario, const hwprofiles::ProfileSet& profiles,
                             const PredictOptions& options = {});

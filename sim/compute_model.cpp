@@ -31,8 +31,9 @@ double peak_gemm_flops(const hwprofiles::GpuProfile& gpu, DType dtype) {
     default: peak = gpu.peak_fp32_flops, mode = "fp32"; break;
   }
   if (peak <= 0)
-    throw core::InputError(fmt::format("GPU '{}' has no {} math (its profile's peak is 0): choose another --precision",
-                                       gpu.name, mode));
+    throw core::InfeasibleError(core::Infeasibility::precision,
+                                fmt::format("GPU '{}' has no {} math (its profile's peak is 0): choose another --precision",
+                                            gpu.name, mode));
   return peak;
 }
 

@@ -38,7 +38,7 @@ int64_t largest_fitting_micro_batch(const models::ModelSpec& model, const models
 }
 
 void require_fits(const models::ModelSpec& model, const models::Recipe& recipe, const models::MemoryPlan& plan,
-                  const hwprofiles::GpuProfile& gpu) {
+                  const hwprofiles::GpuProfile& gpu, bool suggest) {
   MemoryFit f = check_memory(plan, gpu);
   if (f.fits) return;
   std::string msg = fmt::format(
@@ -49,6 +49,8 @@ void require_fits(const models::ModelSpec& model, const models::Recipe& recipe, 
       gib(f.available_bytes), gib(f.needed_bytes), gib(plan.weights_bytes), gib(plan.master_weights_bytes),
       gib(plan.gradients_bytes), gib(plan.optimizer_state_bytes), gib(plan.activations_peak_bytes),
       gib(plan.inputs_bytes), gib(plan.workspace_bytes), gib(gpu.reserved_memory_bytes));
+  const double over_bytes = f.needed_bytes - f.available_bytes;
+  if (!suggest) throw core::InfeasibleError(core::Infeasibility::memory, msg, over_bytes);
   int64_t mb = largest_fitting_micro_batch(model, recipe, gpu, recipe.recompute_activations);
   if (mb > 0) {
     int64_t accum = (recipe.micro_batch * recipe.grad_accum + mb - 1) / mb;
@@ -62,7 +64,7 @@ void require_fits(const models::ModelSpec& model, const models::Recipe& recipe, 
     msg += fmt::format("\n  or: --recompute (activation recomputation) fits micro-batch {}", mb_recompute);
   if (mb_recompute == 0)
     msg += "\n  even micro-batch 1 does not fit: use a GPU with more memory or tensor parallelism";
-  throw core::InputError(msg);
+  throw core::InfeasibleError(core::Infeasibility::memory, msg, over_bytes);
 }
 
 }  // namespace ptsim::sim

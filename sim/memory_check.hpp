@@ -21,9 +21,11 @@ MemoryFit check_memory(const models::MemoryPlan& plan, const hwprofiles::GpuProf
 int64_t largest_fitting_micro_batch(const models::ModelSpec& model, const models::Recipe& recipe,
                                     const hwprofiles::GpuProfile& gpu, bool recompute);
 
-// Throws core::InputError (exit 2) with the needed bytes by category against the device memory and
-// suggestions (largest fitting micro-batch + matching gradient accumulation; recomputation) if it does not fit.
+// Throws core::InfeasibleError (memory; exit 2) with the needed bytes by category against the device memory
+// and, when `suggest`, suggestions (largest fitting micro-batch + matching gradient accumulation;
+// recomputation) if it does not fit. The suggestions search micro-batches (several graph builds): a sweep,
+// which reports the shortfall instead, passes false.
 void require_fits(const models::ModelSpec& model, const models::Recipe& recipe, const models::MemoryPlan& plan,
-                  const hwprofiles::GpuProfile& gpu);
+                  const hwprofiles::GpuProfile& gpu, bool suggest = true);
 
 }  // namespace ptsim::sim

@@ -1,0 +1,88 @@
+// reports/prediction_cache.cpp — keyed, thread-safe memoisation of graph builds, memory plans, single-GPU
+// baselines and step simulations (see the header).
+#include "reports/prediction_cache.hpp"
+
+#include <fmt/format.h>
+
+namespace ptsim::reports {
+
+namespace {
+
+std::string model_key(const models::ModelSpec& m) {
+  return fmt::format("{}|{}|L{}|h{}|a{}|i{}|v{}/{}|p{}|t{}|eps{}|d{},{}", m.name, static_cast<int>(m.family),
+                     m.num_layers, m.hidden_size, m.num_heads, m.intermediate_size, m.vocab_size,
+                     m.vocab_pad_multiple, m.max_position_embeddings, m.type_vocab_size, m.layer_norm_eps,
+                     m.hidden_dropout, m.attention_dropout);
+}
+
+std::string graph_key(const models::ModelSpec& model, const models::Recipe& r) {
+  return model_key(model) + "#" + recipe_key(model.name, r);
+}
+
+template <typename Map, typename Make>
+auto find_or_make(std::mutex& mutex, Map& map, const std::string& key, long& builds, long& hits, Make make) {
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = map.find(key); it != map.end()) {
+      ++hits;
+      return it->second;
+    }
+  }
+  auto value = make();  // outside the lock: other keys proceed in parallel
+  std::lock_guard lock(mutex);
+  ++builds;
+  return map.emplace(key, std::move(value)).first->second;
+}
+
+}  // namespace
+
+std::string recipe_key(const std::string& model, const models::Recipe& r) {
+  return fmt::format("{}|{}|mb{}|s{}|ga{}|{}|dp{}|tp{}|rc{}|b{}|mp{}|clip{}|drop{}", model, models::to_string(r.precision),
+                     r.micro_batch, r.seq_len, r.grad_accum, models::to_string(r.optimizer), r.data_parallel,
+                     r.tensor_parallel, r.recompute_activations, r.bucket_bytes, r.max_predictions,
+                     r.gradient_clipping, r.include_dropout);
+}
+
+std::string cluster_key(const sim::ClusterConfig& c) {
+  const auto& n = c.cluster.node;
+  return fmt::format("{}|g{}|nic{}|{}|n{}|leaf{}|os{}|{}|alg{}|ch{}|mode{}", n.name, n.gpus_per_node, n.nics_per_node,
+                     c.cluster.network.name, c.cluster.nodes, c.cluster.fabric.nodes_per_leaf,
+                     c.cluster.fabric.oversubscription, c.gpu.name, static_cast<int>(c.data_parallel_algorithm),
+                     c.channels, static_cast<int>(c.mode));
+}
+
+std::shared_ptr<const models::ModelSpec> PredictionCache::model(const std::string& name_or_path) {
+  long ignored_builds = 0, ignored_hits = 0;
+  return find_or_make(mutex_, models_, name_or_path, ignored_builds, ignored_hits,
+                      [&] { return std::make_shared<const models::ModelSpec>(models::load_model(name_or_path)); });
+}
+
+std::shared_ptr<const PlannedGraph> PredictionCache::graph(const models::ModelSpec& model, const models::Recipe& recipe) {
+  return find_or_make(mutex_, graphs_, graph_key(model, recipe), counts_.graph_builds, counts_.graph_hits, [&] {
+    auto g = std::make_shared<PlannedGraph>();
+    g->graph = models::build_task_graph(model, recipe);
+    g->plan = models::plan_memory(g->graph);
+    return std::shared_ptr<const PlannedGraph>(std::move(g));
+  });
+}
+
+sim::SingleDevicePrediction PredictionCache::single_device(const models::ModelSpec& model,
+                                                           const models::Recipe& recipe,
+                                                           const hwprofiles::GpuProfile& gpu) {
+  long ignored_builds = 0, ignored_hits = 0;
+  return find_or_make(mutex_, single_, graph_key(model, recipe) + "@" + gpu.name, ignored_builds, ignored_hits,
+                      [&] { return sim::predict_single_device(graph(model, recipe)->graph, gpu); });
+}
+
+sim::StepSimulation PredictionCache::step(const models::ModelSpec& model, const models::Recipe& recipe,
+                                          const sim::ClusterConfig& config) {
+  return find_or_make(mutex_, steps_, graph_key(model, recipe) + "@" + cluster_key(config), counts_.step_simulations,
+                      counts_.step_hits, [&] { return sim::simulate_step(graph(model, recipe)->graph, config); });
+}
+
+PredictionCache::Counts PredictionCache::counts() const {
+  std::lock_guard lock(mutex_);
+  return counts_;
+}
+
+}  // namespace ptsim::reports
