@@ -43,14 +43,6 @@ std::string recipe_key(const std::string& model, const models::Recipe& r) {
                      r.gradient_clipping, r.include_dropout);
 }
 
-std::string cluster_key(const sim::ClusterConfig& c) {
-  const auto& n = c.cluster.node;
-  return fmt::format("{}|g{}|nic{}|{}|n{}|leaf{}|os{}|{}|alg{}|ch{}|mode{}", n.name, n.gpus_per_node, n.nics_per_node,
-                     c.cluster.network.name, c.cluster.nodes, c.cluster.fabric.nodes_per_leaf,
-                     c.cluster.fabric.oversubscription, c.gpu.name, static_cast<int>(c.data_parallel_algorithm),
-                     c.channels, static_cast<int>(c.mode));
-}
-
 std::shared_ptr<const models::ModelSpec> PredictionCache::model(const std::string& name_or_path) {
   long ignored_builds = 0, ignored_hits = 0;
   return find_or_make(mutex_, models_, name_or_path, ignored_builds, ignored_hits,
@@ -76,8 +68,8 @@ sim::SingleDevicePrediction PredictionCache::single_device(const models::ModelSp
 
 sim::StepSimulation PredictionCache::step(const models::ModelSpec& model, const models::Recipe& recipe,
                                           const sim::ClusterConfig& config) {
-  return find_or_make(mutex_, steps_, graph_key(model, recipe) + "@" + cluster_key(config), counts_.step_simulations,
-                      counts_.step_hits, [&] { return sim::simulate_step(graph(model, recipe)->graph, config); });
+  return find_or_make(mutex_, steps_, graph_key(model, recipe) + "@" + sim::cluster_key(config), counts_.step_simulations,
+                      counts_.step_hits, [&] { return sim::simulate_step(graph(model, recipe)->graph, config, false, &collectives_); });
 }
 
 PredictionCache::Counts PredictionCache::counts() const {

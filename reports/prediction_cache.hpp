@@ -1,7 +1,8 @@
 // reports/prediction_cache.hpp — work shared by many predictions (a sweep): task graphs with their memory
 // plans keyed by (model, recipe), single-GPU baselines keyed by (graph, GPU), and whole step simulations
-// keyed by (graph, cluster). Every entry is a pure function of its key, so a cached prediction is the
-// uncached one, bit for bit (tests/reports/test_sweep.cpp checks it). Thread-safe: entries are computed
+// keyed by (graph, cluster), and (sim::CollectiveCache) collective answers keyed by cluster and size. Every
+// entry is a pure function of its key, so a cached prediction is the uncached one (to rounding: a reused
+// all-reduce duration is added to another start time; tests/reports/test_sweep.cpp checks 1e-9). Thread-safe: entries are computed
 // outside the lock; two threads that miss on the same key both compute it and the first insert wins.
 // Not here: eviction (a sweep's working set is small: graphs are shared by every cluster they run on).
 #pragma once
@@ -14,6 +15,7 @@
 #include "models/builder.hpp"
 #include "models/memory_plan.hpp"
 #include "models/model_spec.hpp"
+#include "sim/collective_cache.hpp"
 #include "sim/compute_model.hpp"
 #include "sim/step_simulator.hpp"
 
@@ -26,8 +28,6 @@ struct PlannedGraph {
 
 // Everything a recipe's graph depends on, as text (the cache key; also handy in messages).
 std::string recipe_key(const std::string& model, const models::Recipe& recipe);
-// Everything a step simulation depends on besides the graph.
-std::string cluster_key(const sim::ClusterConfig& config);
 
 class PredictionCache {
  public:
@@ -49,6 +49,7 @@ class PredictionCache {
   std::map<std::string, std::shared_ptr<const PlannedGraph>> graphs_;
   std::map<std::string, sim::SingleDevicePrediction> single_;
   std::map<std::string, sim::StepSimulation> steps_;
+  sim::CollectiveCache collectives_;  // algorithm choices and alone-on-network all-reduce durations
   Counts counts_;
 };
 

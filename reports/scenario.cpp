@@ -190,7 +190,7 @@ Scenario parse_scenario(const Json& json, const std::string& source) {
   return s;
 }
 
-Scenario load_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides) {
+std::string scenario_path(const std::string& name_or_path) {
   std::string path = name_or_path;
   if (!fs::exists(path)) {
     path = scenarios_directory() + "/" + name_or_path + ".json";
@@ -198,6 +198,11 @@ Scenario load_scenario(const std::string& name_or_path, const std::vector<std::s
       throw InputError(fmt::format("unknown scenario '{}': not a file and not a shipped scenario (expected one of: {})",
                                    name_or_path, fmt::join(builtin_scenario_names(), ", ")));
   }
+  return path;
+}
+
+Scenario load_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides) {
+  const std::string path = scenario_path(name_or_path);
   Json json = core::load_json_file(path);
   for (const auto& o : overrides) apply_override(json, o);
   return parse_scenario(json, path);

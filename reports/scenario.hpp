@@ -88,6 +88,8 @@ struct Scenario {
 Scenario load_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides = {});
 Scenario parse_scenario(const core::Json& json, const std::string& source);
 std::vector<std::string> builtin_scenario_names();
+// The file of a shipped scenario name, or the path itself if it is a file; InputError lists the names.
+std::string scenario_path(const std::string& name_or_path);
 std::string scenarios_directory();
 // Applies one "a.b.0.c=value" override; InputError names the override on a bad path.
 void apply_override(core::Json& json, const std::string& assignment);

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "core/error.hpp"
+#include "sim/collective_cache.hpp"
 #include "sim/compute_model.hpp"
 #include "sim/event_engine.hpp"
 #include "sim/network.hpp"
@@ -21,8 +22,9 @@ using models::Phase;
 
 class StepRun {
  public:
-  StepRun(const models::TaskGraph& g, const ClusterConfig& c, bool record)
-      : g_(g), c_(c), record_(record), network_(engine_), topology_(network_, c.cluster) {
+  StepRun(const models::TaskGraph& g, const ClusterConfig& c, bool record, CollectiveCache* cache)
+      : g_(g), c_(c), record_(record), cache_(cache), network_(engine_), topology_(network_, c.cluster) {
+    if (cache_) cluster_key_ = cluster_key(c);
     tp_ = g.recipe.tensor_parallel;
     dp_ = g.recipe.data_parallel;
     micro_steps_ = static_cast<int>(g.micro_steps);
@@ -97,20 +99,33 @@ class StepRun {
     spec.algorithm = tp ? CollectiveAlgorithm::ring : c_.data_parallel_algorithm;
     spec.channels = channels();
     spec.mode = c_.mode;
-    if (!tp && spec.algorithm == CollectiveAlgorithm::automatic) {
-      // One choice for all buckets (they are about the same size), made on the largest: like NCCL's tuner,
-      // whose choice changes only across orders of magnitude of message size.
-      if (dp_choice_ == CollectiveAlgorithm::automatic) {
-        CollectiveSpec largest = spec;
-        largest.bytes = largest_bucket_bytes();
-        dp_choice_ = choose_algorithm(topology_, largest);
-      }
-      spec.algorithm = dp_choice_;
-    }
+    if (!tp) spec.algorithm = data_parallel_algorithm(spec);
     auto p = prepare_collective(topology_, spec);
     if (!tp) result_.data_parallel_algorithm = to_string(p->algorithm);
     cache[op.attrs.comm.bytes] = p;
     return p;
+  }
+
+  // The data-parallel algorithm: the scenario's, or `automatic`'s one choice for all buckets (they are
+  // about the same size), made on the largest: like NCCL's tuner, whose choice changes only across orders
+  // of magnitude of message size.
+  CollectiveAlgorithm data_parallel_algorithm(const CollectiveSpec& spec) {
+    if (c_.data_parallel_algorithm != CollectiveAlgorithm::automatic) return c_.data_parallel_algorithm;
+    if (dp_choice_ != CollectiveAlgorithm::automatic) return dp_choice_;
+    CollectiveSpec largest = spec;
+    largest.bytes = largest_bucket_bytes();
+    const std::string key = cache_ ? fmt::format("{}|choose|{}|dp{}|tp{}|ch{}", cluster_key_, largest.bytes, dp_, tp_,
+                                                 spec.channels)
+                                   : "";
+    if (auto cached = cache_ ? cache_->algorithm(key) : std::nullopt) return dp_choice_ = *cached;
+    dp_choice_ = choose_algorithm(topology_, largest);
+    if (cache_) cache_->remember_algorithm(key, dp_choice_);
+    return dp_choice_;
+  }
+
+  // Key of a data-parallel all-reduce that runs alone on the network (its duration is then reusable).
+  std::string alone_key(double bytes) const {
+    return fmt::format("{}|alone|{}|dp{}|ch{}", cluster_key_, bytes, dp_, channels());
   }
 
   double largest_bucket_bytes() const {
@@ -190,25 +205,44 @@ class StepRun {
     }
     comm_busy_ = true;
     const double start = engine_.now();
-    result_.flows_started += run_prepared_collective(network_, prepared(g_.op(id)), start,
-                                                     [this, id, start](const CollectiveResult& r) {
-                                                       result_.data_parallel_comm_seconds += r.duration_seconds();
-                                                       record(id, 0, Stream::communication, start, r.finish_seconds);
-                                                       comm_done_[static_cast<size_t>(id)] = true;
-                                                       comm_busy_ = false;
-                                                       ++comm_cursor_;
-                                                       try_start_comm();
-                                                       if (waiting_) {
-                                                         waiting_ = false;
-                                                         compute_next();
-                                                       }
+    const models::Op& op = g_.op(id);
+    // Alone on the network (no tensor parallelism), an all-reduce takes what it took last time it ran
+    // alone on this cluster: reuse the duration instead of re-running its flows.
+    const bool reusable = cache_ != nullptr && tp_ == 1;
+    const std::string key = reusable ? alone_key(op.attrs.comm.bytes) : "";
+    if (auto seconds = reusable ? cache_->alone_seconds(key) : std::nullopt) {
+      CollectiveSpec spec;
+      spec.channels = channels();
+      result_.data_parallel_algorithm = to_string(data_parallel_algorithm(spec));
+      engine_.schedule_at(start + *seconds, [this, id, start, seconds] { comm_finished(id, start, start + *seconds); });
+      return;
+    }
+    result_.flows_started += run_prepared_collective(network_, prepared(op), start,
+                                                     [this, id, start, key, reusable](const CollectiveResult& r) {
+                                                       if (reusable) cache_->remember_alone_seconds(key, r.duration_seconds());
+                                                       comm_finished(id, start, r.finish_seconds);
                                                      },
                                                      /*alone_on_network=*/tp_ == 1).flows_started;
+  }
+
+  void comm_finished(int id, double start, double finish) {
+    result_.data_parallel_comm_seconds += finish - start;
+    record(id, 0, Stream::communication, start, finish);
+    comm_done_[static_cast<size_t>(id)] = true;
+    comm_busy_ = false;
+    ++comm_cursor_;
+    try_start_comm();
+    if (waiting_) {
+      waiting_ = false;
+      compute_next();
+    }
   }
 
   const models::TaskGraph& g_;
   const ClusterConfig& c_;
   bool record_;
+  CollectiveCache* cache_ = nullptr;
+  std::string cluster_key_;
   EventEngine engine_;
   Network network_;
   Topology topology_;
@@ -229,8 +263,9 @@ class StepRun {
 
 }  // namespace
 
-StepSimulation simulate_step(const models::TaskGraph& graph, const ClusterConfig& config, bool record_timeline) {
-  return StepRun(graph, config, record_timeline).run();
+StepSimulation simulate_step(const models::TaskGraph& graph, const ClusterConfig& config, bool record_timeline,
+                             CollectiveCache* cache) {
+  return StepRun(graph, config, record_timeline, cache).run();
 }
 
 }  // namespace ptsim::sim

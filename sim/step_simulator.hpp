@@ -47,8 +47,12 @@ struct StepSimulation {
   std::vector<TimelineSpan> timeline;  // filled when asked (for --trace)
 };
 
+class CollectiveCache;
+
 // Throws core::InputError if the graph's dp × tp does not match the cluster's GPU count or tp does not
-// fit in a node.
-StepSimulation simulate_step(const models::TaskGraph& graph, const ClusterConfig& config, bool record_timeline = false);
+// fit in a node. `cache` (optional) shares algorithm choices and alone-on-network all-reduce durations
+// with other simulations of the same cluster (sim/collective_cache.hpp).
+StepSimulation simulate_step(const models::TaskGraph& graph, const ClusterConfig& config, bool record_timeline = false,
+                             CollectiveCache* cache = nullptr);
 
 }  // namespace ptsim::sim

@@ -12,5 +12,6 @@ int run_validate_command(int argc, char** argv);
 int run_data_command(int argc, char** argv);
 int run_train_command(int argc, char** argv);
 int run_calibrate_command(int argc, char** argv);
+int run_sweep_command(int argc, char** argv);
 
 }  // namespace ptsim::tools

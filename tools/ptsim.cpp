@@ -26,6 +26,7 @@ constexpr Subcommand kSubcommands[] = {
     {"data", ptsim::tools::run_data_command, "train a WordPiece vocab; prepare BERT shards"},
     {"train", ptsim::tools::run_train_command, "execute the TaskGraph for real (CPU backend)"},
     {"calibrate", ptsim::tools::run_calibrate_command, "fit GPU profiles to measured or published runs"},
+    {"sweep", ptsim::tools::run_sweep_command, "many what-ifs: time-dollar frontier, cheapest plan by a deadline"},
 };
 
 void print_usage(std::FILE* out) {
@@ -58,7 +59,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  fmt::print(stderr, "error: unknown command '{}' (expected one of: predict, validate, graph, profiles, data, train, calibrate)\n",
+  fmt::print(stderr, "error: unknown command '{}' (expected one of: predict, validate, graph, profiles, data, train, calibrate, sweep)\n",
              name);
   return 2;
 }

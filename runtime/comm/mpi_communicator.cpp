@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
@@ -86,6 +88,29 @@ MpiCommunicator::MpiCommunicator() {
 void MpiCommunicator::all_reduce_sum(std::span<float> data) { all_reduce_in_place(data, MPI_FLOAT); }
 void MpiCommunicator::all_reduce_sum(std::span<double> data) { all_reduce_in_place(data, MPI_DOUBLE); }
 void MpiCommunicator::barrier() { check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+
+std::vector<std::string> MpiCommunicator::gather_strings_to_root(const std::string& mine) {
+  if (mine.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+    throw std::runtime_error(fmt::format("rank {}: {} bytes to gather exceed MPI's int count", rank_, mine.size()));
+  int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(rank_ == 0 ? static_cast<size_t>(size_) : 0);
+  check_mpi(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Gather");
+  std::vector<int> offsets(lengths.size());
+  size_t total = 0;
+  for (size_t r = 0; r < lengths.size(); ++r) {
+    if (total > static_cast<size_t>(std::numeric_limits<int>::max()))
+      throw std::runtime_error("gathered results exceed MPI's int displacement (2 GiB)");
+    offsets[r] = static_cast<int>(total);
+    total += static_cast<size_t>(lengths[r]);
+  }
+  std::string all(total, '\0');
+  check_mpi(MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0,
+                        MPI_COMM_WORLD),
+            "MPI_Gatherv");
+  std::vector<std::string> out;
+  for (size_t r = 0; r < lengths.size(); ++r) out.push_back(all.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lengths[r])));
+  return out;
+}
 
 #endif  // PTSIM_HAVE_MPI
 

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "runtime/comm/communicator.hpp"
 
@@ -52,6 +53,9 @@ class MpiCommunicator final : public Communicator {
   void all_reduce_sum(std::span<float> data) override;
   void all_reduce_sum(std::span<double> data) override;
   void barrier() override;
+  // Every rank's `mine`, in rank order, on rank 0 (other ranks get an empty list). For results of
+  // different sizes per rank (the sweep's slices); each rank's text must be under 2 GiB.
+  std::vector<std::string> gather_strings_to_root(const std::string& mine);
 
  private:
   int rank_ = 0;
