@@ -1,24 +1,30 @@
 #!/usr/bin/env python3
 """tools/torch_reference.py — the PyTorch side of ptsim's golden check (docs/golden-tests.md).
 
-A BertForPreTraining written out in PyTorch with HuggingFace's module tree, so its parameter names and
-layouts are transformers' own (bert.encoder.layer.0.attention.self.query.weight is an nn.Linear weight
-[out, in]; the MLM decoder is tied to the word embeddings and its bias to cls.predictions.bias). It loads a
-ptsim safetensors checkpoint (parsed here: 8-byte little-endian header length, JSON header, raw
-little-endian data) with strict key matching — every tensor used, none missing, every shape equal — then,
-on one fixed batch with dropout off (eval mode):
-  * the MLM and NSP losses and their sum, computed as transformers does (prediction scores over every
-    position, labels -100 except at the masked positions, nn.CrossEntropyLoss; NSP on the pooled [CLS]);
-  * the MLM logits at the masked-position slots [B*P, vocab] and the NSP logits [B, 2];
-  * the gradient of the summed loss for every parameter;
+Two models written out in PyTorch with transformers' module trees, so their parameter names and layouts are
+transformers' own: BertForPreTraining (nn.Linear weights [out, in]; the MLM decoder tied to the word
+embeddings, its bias to cls.predictions.bias) and GPT2LMHeadModel (Conv1D weights [in, out], one fused
+attn.c_attn; lm_head tied to wte). It loads a ptsim safetensors checkpoint (parsed here: 8-byte little-endian
+header length, JSON header, raw little-endian data) with strict key matching — every tensor used, none
+missing, every shape equal. BERT's ptsim names are transformers' names; GPT-2's are converted (ptsim keeps
+attn.query/key/value as [out, in] linears: c_attn = [Wqᵀ | Wkᵀ | Wvᵀ], Conv1D = Linearᵀ), strictly in both
+directions. Then, on one fixed batch with dropout off (eval mode), computed as transformers does:
+  * BERT: the MLM and NSP losses and their sum (prediction scores over every position, labels -100 except at
+    the masked positions, cross-entropy; NSP on the pooled first token); the MLM logits at the
+    masked-position slots [B*P, vocab] and the NSP logits [B, 2];
+    GPT-2: the LM loss (logits shifted against the labels, as GPT2LMHeadModel) and the logits of the first
+    sequence [S, vocab];
+  * the gradient of the loss for every parameter, under ptsim's names and shapes;
   * 11 losses of 10 optimizer steps on that batch (the loss before each step, then after the last):
     AdamW as torch.optim.AdamW, and NVLAMB written out as docs/optimizers-and-checkpoints.md specifies it
-    (torch has no LAMB), both at a constant learning rate from the same starting weights.
-It writes them to one safetensors file (F32; grad.<parameter name> for gradients).
+    (torch has none; the trust ratio per ptsim tensor, i.e. per third of GPT-2's c_attn), both at a
+    constant learning rate from the same starting weights.
+It writes them to one safetensors file (F32; grad.<ptsim parameter name> for gradients).
 
 Needs only torch and numpy (Debian: python3-torch python3-numpy); no transformers.
   /usr/bin/python3 tools/torch_reference.py --dir tests/data/golden/bert \
       --out tests/data/golden/bert/torch_golden.safetensors
+  (and likewise for tests/data/golden/gpt2; the model comes from config.json's model_type)
 """
 import argparse
 import json
@@ -255,66 +261,269 @@ class BertForPreTraining(nn.Module):
         return self.cls(sequence, pooled)
 
 
-def load_strict(model, weights, path):
-    """Every checkpoint tensor is a parameter of the model and every parameter is in the checkpoint, with
-    equal shapes (the tied decoder weight/bias are the same tensors as their targets, as transformers
-    saves them once). Exits naming every difference otherwise."""
+
+class Conv1D(nn.Module):
+    """transformers.pytorch_utils.Conv1D: a linear layer with the weight stored [in, out]: y = x·W + b."""
+
+    def __init__(self, nf, nx):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(nx, nf))
+        self.bias = nn.Parameter(torch.zeros(nf))
+
+    def forward(self, x):
+        return torch.addmm(self.bias, x.reshape(-1, x.shape[-1]), self.weight).view(*x.shape[:-1], -1)
+
+
+def gelu_new(x):
+    """GPT-2's activation_function "gelu_new": the tanh approximation."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+class GPT2Attention(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.hidden, self.heads = c["n_embd"], c["n_head"]
+        self.head_dim = self.hidden // self.heads
+        self.c_attn = Conv1D(3 * self.hidden, self.hidden)
+        self.c_proj = Conv1D(self.hidden, self.hidden)
+
+    def split(self, x):
+        b, s, _ = x.shape
+        return x.view(b, s, self.heads, self.head_dim).permute(0, 2, 1, 3)
+
+    def forward(self, x):
+        q, k, v = self.c_attn(x).split(self.hidden, dim=2)
+        q, k, v = self.split(q), self.split(k), self.split(v)
+        w = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim)  # scale_attn_weights
+        s = x.shape[1]
+        causal = torch.tril(torch.ones(s, s, dtype=torch.bool))
+        w = torch.where(causal, w, torch.tensor(torch.finfo(w.dtype).min, dtype=w.dtype))
+        context = torch.matmul(F.softmax(w, dim=-1), v)
+        b = x.shape[0]
+        return self.c_proj(context.permute(0, 2, 1, 3).reshape(b, s, self.hidden))
+
+
+class GPT2MLP(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        inner = c.get("n_inner") or 4 * c["n_embd"]
+        self.c_fc = Conv1D(inner, c["n_embd"])
+        self.c_proj = Conv1D(c["n_embd"], inner)
+
+    def forward(self, x):
+        return self.c_proj(gelu_new(self.c_fc(x)))
+
+
+class GPT2Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(c["n_embd"], eps=c["layer_norm_epsilon"])
+        self.attn = GPT2Attention(c)
+        self.ln_2 = nn.LayerNorm(c["n_embd"], eps=c["layer_norm_epsilon"])
+        self.mlp = GPT2MLP(c)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT2Model(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.wte = nn.Embedding(c["vocab_size"], c["n_embd"])
+        self.wpe = nn.Embedding(c["n_positions"], c["n_embd"])
+        self.h = nn.ModuleList([GPT2Block(c) for _ in range(c["n_layer"])])
+        self.ln_f = nn.LayerNorm(c["n_embd"], eps=c["layer_norm_epsilon"])
+
+    def forward(self, input_ids):
+        positions = torch.arange(input_ids.shape[1]).unsqueeze(0)
+        x = self.wte(input_ids) + self.wpe(positions)
+        for block in self.h:
+            x = block(x)
+        return self.ln_f(x)
+
+
+class GPT2LMHeadModel(nn.Module):
+    TIED = {"lm_head.weight": "transformer.wte.weight"}
+
+    def __init__(self, c):
+        super().__init__()
+        self.transformer = GPT2Model(c)
+        self.lm_head = nn.Linear(c["n_embd"], c["vocab_size"], bias=False)
+        self.lm_head.weight = self.transformer.wte.weight  # tie_word_embeddings
+
+    def forward(self, input_ids):
+        return self.lm_head(self.transformer(input_ids))
+
+# ---------------------------------------------------------------------------------------------- loading
+
+
+def strict_differences(expected, got):
+    """expected, got: {name: shape}. Lines naming every missing, unexpected and wrongly shaped tensor."""
+    lines = [f"missing: {n} {expected[n]}" for n in sorted(set(expected) - set(got))]
+    lines += [f"unexpected: {n} {got[n]}" for n in sorted(set(got) - set(expected))]
+    lines += [f"shape: {n} checkpoint {got[n]} model {expected[n]}"
+              for n in sorted(set(expected) & set(got)) if tuple(expected[n]) != tuple(got[n])]
+    return lines
+
+
+def load_strict(model, state, path):
+    """Every tensor of `state` is a parameter of the model and every parameter is in `state`, with equal
+    shapes (tied weights are the same tensors as their targets, saved once, as transformers does). Exits
+    naming every difference otherwise."""
     params = dict(model.named_parameters())
-    missing = sorted(set(params) - set(weights))
-    unexpected = sorted(set(weights) - set(params))
-    wrong = sorted(n for n in set(params) & set(weights) if tuple(params[n].shape) != weights[n].shape)
-    if missing or unexpected or wrong:
-        lines = [f"missing: {n} {tuple(params[n].shape)}" for n in missing]
-        lines += [f"unexpected: {n} {weights[n].shape}" for n in unexpected]
-        lines += [f"shape: {n} checkpoint {weights[n].shape} model {tuple(params[n].shape)}" for n in wrong]
-        sys.exit(f"{path}: does not match BertForPreTraining:\n  " + "\n  ".join(lines))
-    state = {n: torch.from_numpy(weights[n]) for n in params}
-    for tied, target in BertForPreTraining.TIED.items():
-        state[tied] = state[target]
-    model.load_state_dict(state, strict=True)  # torch's own check, with the tied names filled in
-
-# ---------------------------------------------------------------------------------------------- the batch
+    lines = strict_differences({n: tuple(p.shape) for n, p in params.items()}, {n: a.shape for n, a in state.items()})
+    if lines:
+        sys.exit(f"{path}: does not match {type(model).__name__}:\n  " + "\n  ".join(lines))
+    full = {n: torch.from_numpy(np.ascontiguousarray(state[n])) for n in params}
+    for tied, target in type(model).TIED.items():
+        full[tied] = full[target]
+    model.load_state_dict(full, strict=True)  # torch's own check, with the tied names filled in
 
 
-def batch_tensors(batch):
-    ids = torch.from_numpy(batch["input_ids"].astype(np.int64))
-    types = torch.from_numpy(batch["token_type_ids"].astype(np.int64))
-    mask = torch.from_numpy(batch["attention_mask"].astype(np.int64))
-    positions = batch["masked_positions"].astype(np.int64)
-    labels = batch["masked_labels"].astype(np.int64)
-    mlm_labels = torch.full(ids.shape, -100, dtype=torch.int64)  # transformers' ignore index
-    for b in range(labels.shape[0]):
-        for j in range(labels.shape[1]):
-            if labels[b, j] >= 0:
-                mlm_labels[b, positions[b, j]] = int(labels[b, j])
-    nsp = torch.from_numpy(batch["nsp_labels"].astype(np.int64))
-    return ids, types, mask, torch.from_numpy(positions), mlm_labels, nsp
+class Gpt2Layout:
+    """ptsim's GPT-2 tensors ↔ GPT2LMHeadModel's. ptsim: attn.{query,key,value} and every projection as
+    nn.Linear-style [out, in]; transformers: one attn.c_attn Conv1D [in, 3·out] and Conv1D [in, out]."""
+
+    def __init__(self, c):
+        self.c = c
+        h, inner = c["n_embd"], c.get("n_inner") or 4 * c["n_embd"]
+        self.ptsim_shapes = {"transformer.wte.weight": (c["vocab_size"], h), "transformer.wpe.weight": (c["n_positions"], h),
+                             "transformer.ln_f.weight": (h,), "transformer.ln_f.bias": (h,)}
+        for i in range(c["n_layer"]):
+            x = f"transformer.h.{i}"
+            for ln in ("ln_1", "ln_2"):
+                self.ptsim_shapes.update({f"{x}.{ln}.weight": (h,), f"{x}.{ln}.bias": (h,)})
+            for name, out, inp in (("attn.query", h, h), ("attn.key", h, h), ("attn.value", h, h),
+                                   ("attn.c_proj", h, h), ("mlp.c_fc", inner, h), ("mlp.c_proj", h, inner)):
+                self.ptsim_shapes.update({f"{x}.{name}.weight": (out, inp), f"{x}.{name}.bias": (out,)})
+
+    def to_hf(self, weights, path):
+        lines = strict_differences(self.ptsim_shapes, {n: a.shape for n, a in weights.items()})
+        if lines:
+            sys.exit(f"{path}: does not match ptsim's GPT-2 tensors:\n  " + "\n  ".join(lines))
+        hf = {n: a for n, a in weights.items() if ".attn." not in n and ".mlp." not in n}
+        for i in range(self.c["n_layer"]):
+            x = f"transformer.h.{i}"
+            hf[f"{x}.attn.c_attn.weight"] = np.concatenate([weights[f"{x}.attn.{q}.weight"].T for q in ("query", "key", "value")], 1)
+            hf[f"{x}.attn.c_attn.bias"] = np.concatenate([weights[f"{x}.attn.{q}.bias"] for q in ("query", "key", "value")])
+            for name in ("attn.c_proj", "mlp.c_fc", "mlp.c_proj"):
+                hf[f"{x}.{name}.weight"] = weights[f"{x}.{name}.weight"].T
+                hf[f"{x}.{name}.bias"] = weights[f"{x}.{name}.bias"]
+        return hf
+
+    def to_ptsim(self, hf):
+        """HF-layout arrays (gradients) → ptsim names and shapes."""
+        h = self.c["n_embd"]
+        out = {n: a for n, a in hf.items() if ".attn." not in n and ".mlp." not in n}
+        for i in range(self.c["n_layer"]):
+            x = f"transformer.h.{i}"
+            for j, q in enumerate(("query", "key", "value")):
+                out[f"{x}.attn.{q}.weight"] = hf[f"{x}.attn.c_attn.weight"][:, j * h:(j + 1) * h].T
+                out[f"{x}.attn.{q}.bias"] = hf[f"{x}.attn.c_attn.bias"][j * h:(j + 1) * h]
+            for name in ("attn.c_proj", "mlp.c_fc", "mlp.c_proj"):
+                out[f"{x}.{name}.weight"] = hf[f"{x}.{name}.weight"].T
+                out[f"{x}.{name}.bias"] = hf[f"{x}.{name}.bias"]
+        return {n: out[n] for n in self.ptsim_shapes}
+
+    def blocks(self, name, param):
+        """The ptsim tensors inside one HF parameter, as index expressions (LAMB's per-tensor norms)."""
+        if name.endswith("attn.c_attn.weight") or name.endswith("attn.c_attn.bias"):
+            h = self.c["n_embd"]
+            return [(..., slice(j * h, (j + 1) * h)) for j in range(3)]
+        return [(...,)]
+
+# ---------------------------------------------------------------------------------------------- the families
 
 
-def losses(model, batch):
-    ids, types, mask, positions, mlm_labels, nsp = batch
-    scores, nsp_scores = model(ids, types, mask)
-    vocab = scores.shape[-1]
-    mlm = F.cross_entropy(scores.view(-1, vocab), mlm_labels.view(-1), ignore_index=-100)
-    nsp_loss = F.cross_entropy(nsp_scores.view(-1, 2), nsp.view(-1))
-    slots = scores[torch.arange(ids.shape[0])[:, None], positions]  # [B, P, V]: the masked-position slots
-    return mlm, nsp_loss, slots.reshape(-1, vocab), nsp_scores
+class Bert:
+    def __init__(self, c):
+        self.c = c
+
+    def model(self, weights, dtype, path):
+        m = BertForPreTraining(self.c)
+        load_strict(m, weights, path)  # ptsim's names are transformers' names
+        return m.to(dtype).eval()      # eval: dropout off
+
+    def batch(self, b):
+        ids = torch.from_numpy(b["input_ids"].astype(np.int64))
+        positions = b["masked_positions"].astype(np.int64)
+        labels = b["masked_labels"].astype(np.int64)
+        mlm_labels = torch.full(ids.shape, -100, dtype=torch.int64)  # transformers' ignore index
+        for r in range(labels.shape[0]):
+            for j in range(labels.shape[1]):
+                if labels[r, j] >= 0:
+                    mlm_labels[r, positions[r, j]] = int(labels[r, j])
+        return {"ids": ids, "types": torch.from_numpy(b["token_type_ids"].astype(np.int64)),
+                "mask": torch.from_numpy(b["attention_mask"].astype(np.int64)), "positions": torch.from_numpy(positions),
+                "mlm_labels": mlm_labels, "nsp": torch.from_numpy(b["nsp_labels"].astype(np.int64))}
+
+    def forward(self, model, b):
+        """(loss, {scalar parts}, {logits})."""
+        scores, nsp_scores = model(b["ids"], b["types"], b["mask"])
+        vocab = scores.shape[-1]
+        mlm = F.cross_entropy(scores.view(-1, vocab), b["mlm_labels"].view(-1), ignore_index=-100)
+        nsp = F.cross_entropy(nsp_scores.view(-1, 2), b["nsp"].view(-1))
+        slots = scores[torch.arange(b["ids"].shape[0])[:, None], b["positions"]]  # [B, P, V]: the masked slots
+        return mlm + nsp, {"mlm_loss": mlm, "nsp_loss": nsp}, {"mlm_logits": slots.reshape(-1, vocab), "nsp_logits": nsp_scores}
+
+    def ptsim_grads(self, model):
+        return {n: p.grad.double().numpy() for n, p in model.named_parameters()}
+
+    def blocks(self, name, param):
+        return [(...,)]
+
+
+class Gpt2:
+    def __init__(self, c):
+        self.c, self.layout = c, Gpt2Layout(c)
+
+    def model(self, weights, dtype, path):
+        m = GPT2LMHeadModel(self.c)
+        load_strict(m, self.layout.to_hf(weights, path), path)
+        return m.to(dtype).eval()
+
+    def batch(self, b):
+        ids = b["input_ids"].astype(np.int64)
+        lm = b["lm_labels"].astype(np.int64)
+        # ptsim labels each position with the next token; transformers labels each position with its own
+        # token and shifts inside the loss. Same thing, if ptsim's labels are the next tokens:
+        if not np.all(lm[:, -1] == -1) or not np.all((lm[:, :-1] == -1) | (lm[:, :-1] == ids[:, 1:])):
+            sys.exit("batch: lm_labels must be the next token (or -1), and -1 at the last position")
+        labels = np.full(ids.shape, -100, dtype=np.int64)
+        labels[:, 1:] = np.where(lm[:, :-1] == -1, -100, lm[:, :-1])
+        return {"ids": torch.from_numpy(ids), "labels": torch.from_numpy(labels)}
+
+    def forward(self, model, b):
+        logits = model(b["ids"])
+        vocab = logits.shape[-1]
+        shift_logits, shift_labels = logits[:, :-1, :].contiguous(), b["labels"][:, 1:].contiguous()
+        loss = F.cross_entropy(shift_logits.view(-1, vocab), shift_labels.view(-1), ignore_index=-100)
+        return loss, {}, {"logits": logits[0]}
+
+    def ptsim_grads(self, model):
+        return self.layout.to_ptsim({n: p.grad.double().numpy() for n, p in model.named_parameters()})
+
+    def blocks(self, name, param):
+        return self.layout.blocks(name, param)
 
 # ---------------------------------------------------------------------------------------------- optimizers
 
 
 def no_decay(name):
-    """Biases and LayerNorm parameters get no weight decay (transformers' and NVIDIA's BERT scripts)."""
-    return "bias" in name or "LayerNorm" in name
+    """Biases and LayerNorm parameters get no weight decay (transformers' and NVIDIA's BERT scripts; GPT-2's
+    LayerNorms are ln_1, ln_2, ln_f)."""
+    return "bias" in name or "LayerNorm" in name or ".ln_" in name
 
 
 class NvLamb:
     """NVLAMB exactly as docs/optimizers-and-checkpoints.md specifies it (apex FusedLAMB, use_nvlamb=True):
     g ← g / (‖g‖/max) when the global norm ‖g‖ > max (1.0); Adam moments with bias correction;
-    u = m̂/(√v̂ + ε) + λ·w; w ← w − η·(‖w‖/‖u‖)·u on every tensor (ratio 1 when either norm is 0)."""
+    u = m̂/(√v̂ + ε) + λ·w; w ← w − η·(‖w‖/‖u‖)·u on every tensor (ratio 1 when either norm is 0). "Tensor"
+    is ptsim's tensor: `blocks` splits a parameter that holds several (GPT-2's c_attn = query|key|value)."""
 
-    def __init__(self, named, lr, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01, max_grad_norm=1.0):
-        self.named, self.lr, self.betas, self.eps = named, lr, betas, eps
+    def __init__(self, named, blocks, lr, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01, max_grad_norm=1.0):
+        self.named, self.blocks, self.lr, self.betas, self.eps = named, blocks, lr, betas, eps
         self.wd, self.max_norm, self.t = weight_decay, max_grad_norm, 0
         self.state = {n: (torch.zeros_like(p), torch.zeros_like(p)) for n, p in named}
 
@@ -332,41 +541,35 @@ class NvLamb:
             v.mul_(b2).addcmul_(g, g, value=1.0 - b2)
             lam = 0.0 if no_decay(name) else self.wd
             u = (m / bc1) / ((v / bc2).sqrt() + self.eps) + lam * p
-            w_norm, u_norm = float(p.double().norm()), float(u.double().norm())
-            ratio = w_norm / u_norm if w_norm > 0 and u_norm > 0 else 1.0
-            p.sub_(self.lr * ratio * u)
+            for block in self.blocks(name, p):
+                w_norm, u_norm = float(p[block].double().norm()), float(u[block].double().norm())
+                ratio = w_norm / u_norm if w_norm > 0 and u_norm > 0 else 1.0
+                p[block] -= self.lr * ratio * u[block]
 
 
-def make_optimizer(kind, model, lr):
+def make_optimizer(kind, family, model, lr):
     named = list(model.named_parameters())
     if kind == "adamw":  # ptsim's AdamW defaults: β (0.9, 0.999), ε 1e-8, λ 0.01, no clipping
         groups = [{"params": [p for n, p in named if not no_decay(n)], "weight_decay": 0.01},
                   {"params": [p for n, p in named if no_decay(n)], "weight_decay": 0.0}]
         return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.999), eps=1e-8)
-    return NvLamb(named, lr)
+    return NvLamb(named, family.blocks, lr)
 
 
-def train_losses(kind, config, weights, batch, lr, steps, dtype, source):
-    model = fresh_model(config, weights, dtype, source)
-    opt = make_optimizer(kind, model, lr)
+def train_losses(kind, family, weights, batch, lr, steps, dtype, source):
+    model = family.model(weights, dtype, source)
+    opt = make_optimizer(kind, family, model, lr)
     out = []
     for _ in range(steps):
         model.zero_grad(set_to_none=True)
-        mlm, nsp, _, _ = losses(model, batch)
-        loss = mlm + nsp
+        loss, _, _ = family.forward(model, batch)
         loss.backward()
         opt.step()
         out.append(float(loss))
     with torch.no_grad():
-        mlm, nsp, _, _ = losses(model, batch)
-    out.append(float(mlm + nsp))
+        loss, _, _ = family.forward(model, batch)
+    out.append(float(loss))
     return out
-
-
-def fresh_model(config, weights, dtype, source):
-    model = BertForPreTraining(config)
-    load_strict(model, weights, source)
-    return model.to(dtype).eval()  # eval: dropout off
 
 # ---------------------------------------------------------------------------------------------- main
 
@@ -382,32 +585,37 @@ def main():
                     help="float64: an exact-arithmetic stand-in, to measure fp32 rounding (not the shipped golden)")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    torch.manual_seed(0)  # nothing is random; set anyway
     dtype = getattr(torch, args.dtype)
 
     with open(f"{args.dir}/config.json") as f:
         config = json.load(f)
-    if config.get("hidden_act") != "gelu":
+    kind = config.get("model_type")
+    if kind == "bert" and config.get("hidden_act") != "gelu":
         sys.exit(f"{args.dir}/config.json: hidden_act {config.get('hidden_act')!r}; this reference implements 'gelu'")
+    if kind == "gpt2" and config.get("activation_function") != "gelu_new":
+        sys.exit(f"{args.dir}/config.json: activation_function {config.get('activation_function')!r}; "
+                 "this reference implements 'gelu_new'")
+    if kind not in ("bert", "gpt2"):
+        sys.exit(f"{args.dir}/config.json: model_type {kind!r}; expected 'bert' or 'gpt2'")
+    family = Bert(config) if kind == "bert" else Gpt2(config)
     source = f"{args.dir}/model.safetensors"
     weights, _ = read_safetensors(source)
-    batch = batch_tensors(read_safetensors(f"{args.dir}/batch.safetensors")[0])
+    batch = family.batch(read_safetensors(f"{args.dir}/batch.safetensors")[0])
 
-    model = fresh_model(config, weights, dtype, source)
-    mlm, nsp, mlm_logits, nsp_logits = losses(model, batch)
-    (mlm + nsp).backward()
-    out = {"loss": np.array([float(mlm + nsp)]), "mlm_loss": np.array([float(mlm)]), "nsp_loss": np.array([float(nsp)]),
-           "mlm_logits": mlm_logits.detach().double().numpy(), "nsp_logits": nsp_logits.detach().double().numpy()}
-    for name, p in model.named_parameters():
-        out["grad." + name] = p.grad.double().numpy()
-    for kind, lr in (("adamw", args.adamw_lr), ("lamb", args.lamb_lr)):
-        out[f"{kind}.losses"] = np.array(train_losses(kind, config, weights, batch, lr, args.steps, dtype, source))
-    metadata = {"ptsim_golden": "torch", "torch": torch.__version__, "dtype": args.dtype,
+    model = family.model(weights, dtype, source)
+    loss, parts, logits = family.forward(model, batch)
+    loss.backward()
+    out = {"loss": np.array([float(loss)])}
+    out.update({n: np.array([float(v)]) for n, v in parts.items()})
+    out.update({n: v.detach().double().numpy() for n, v in logits.items()})
+    out.update({"grad." + n: g for n, g in family.ptsim_grads(model).items()})
+    for opt, lr in (("adamw", args.adamw_lr), ("lamb", args.lamb_lr)):
+        out[f"{opt}.losses"] = np.array(train_losses(opt, family, weights, batch, lr, args.steps, dtype, source))
+    metadata = {"ptsim_golden": "torch", "model_type": kind, "torch": torch.__version__, "dtype": args.dtype,
                 "adamw_lr": repr(args.adamw_lr), "lamb_lr": repr(args.lamb_lr), "steps": str(args.steps),
                 "command": "tools/torch_reference.py " + " ".join(sys.argv[1:])}
     write_safetensors(args.out, out, metadata)
-    print(f"{args.out}: loss {out['loss'][0]:.7f} (mlm {out['mlm_loss'][0]:.7f}, nsp {out['nsp_loss'][0]:.7f}); "
-          f"adamw {out['adamw.losses'][0]:.5f} -> {out['adamw.losses'][-1]:.5f}; "
+    print(f"{args.out}: loss {out['loss'][0]:.7f}; adamw {out['adamw.losses'][0]:.5f} -> {out['adamw.losses'][-1]:.5f}; "
           f"lamb {out['lamb.losses'][0]:.5f} -> {out['lamb.losses'][-1]:.5f}")
 
 

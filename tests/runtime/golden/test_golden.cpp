@@ -1,10 +1,11 @@
 // tests/runtime/golden/test_golden.cpp — ptsim against PyTorch (docs/golden-tests.md), in the manner of
-// llm.c's test_gpt2: the same starting weights and batch (tests/data/golden/bert/, golden_bert.hpp) through
-// ptsim's executor and optimizers and through tools/torch_reference.py, compared on
-//   * the MLM loss, the NSP loss and their sum, the MLM logits of every prediction slot, the NSP logits;
+// llm.c's test_gpt2: the same starting weights and batch (tests/data/golden/<bert|gpt2>/, golden_inputs.hpp)
+// through ptsim's executor and optimizers and through tools/torch_reference.py, compared on
+//   * the losses (BERT: total, MLM, NSP; GPT-2: the LM loss) and logits (BERT: the MLM logits of every
+//     prediction slot and the NSP logits; GPT-2: every position of the first sequence);
 //   * the gradient of every parameter tensor;
 //   * the 11 losses of 10 steps of AdamW and of NVLAMB (constant learning rate);
-// plus: the inputs on disk are what make_golden_inputs makes; the checkpoint names and shapes are exactly
+// plus: the inputs on disk are what make_golden_inputs makes; BERT's checkpoint names and shapes are exactly
 // transformers' BertForPreTraining parameters (strict: nothing missing, nothing extra); the weight-decay
 // exclusions are the HF/NVIDIA rule. With /usr/bin/python3 and torch installed, the golden is also
 // regenerated live and compared (skipped with a message otherwise).
@@ -17,15 +18,15 @@
 // forward, 8e-5 backward. A result formed by cancellation (terms much larger than their sum) has its
 // relative error amplified by Σ|terms| / |Σ terms|; the NSP bias gradient, Σ over 4 rows of p − y ≈ ±0.1
 // each summing to 1e-3, is the extreme case here (~100×).
-//   * losses: |Δ| ≤ 1e-5 relative. Measured worst 8.8e-8.
-//   * MLM and NSP logits, per tensor: max |Δ| ≤ 1e-4 · max |ref|. Measured worst 2.1e-6.
+//   * losses: |Δ| ≤ 1e-5 relative. Measured worst 8.8e-8 (BERT), 8.6e-8 (GPT-2).
+//   * logits, per tensor: max |Δ| ≤ 1e-4 · max |ref|. Measured worst 2.1e-6 (BERT), 7.1e-7 (GPT-2).
 //   * gradients, per tensor: max |Δ| ≤ 1e-3 · max |ref| and ‖Δ‖₂ ≤ 3e-4 · ‖ref‖₂ (the backward bound with
 //     room for cancellation). Measured worst 3.9e-5 / 3.3e-5, on cls.seq_relationship.bias; every other
-//     tensor ≤ 4e-6. For scale: PyTorch's own fp32 result is 2.3e-5 from its fp64 result on that tensor, and
-//     ptsim's 1.6e-5 (tools/torch_reference.py --dtype float64).
+//     BERT tensor ≤ 4e-6; GPT-2's worst 1.2e-6. For scale: on that NSP bias PyTorch's own fp32 result is
+//     2.3e-5 from its fp64 result, ptsim's 1.6e-5 (tools/torch_reference.py --dtype float64).
 //   * attention key biases are the exception: exactly 0 in exact arithmetic (see check_key_bias).
-//   * 10-step losses: |Δ| ≤ 1e-5 relative, AdamW and NVLAMB. Measured worst 3.5e-7. The optimizers turn
-//     gradient rounding into weight differences (Adam's m̂/√v̂ is ~sign(g) at step 1, so an element whose
+//   * 10-step losses: |Δ| ≤ 1e-5 relative, AdamW and NVLAMB. Measured worst 3.5e-7 (BERT), 1.6e-7
+//     (GPT-2). The optimizers turn gradient rounding into weight differences (Adam's m̂/√v̂ is ~sign(g) at step 1, so an element whose
 //     gradient is pure noise, such as a key bias, moves by ±η either way — which cannot change the loss,
 //     by softmax's shift invariance), and 10 steps accumulate the rest.
 // Each test prints its measured worst errors (MESSAGE); docs/golden-tests.md lists them.
@@ -46,8 +47,7 @@
 #include "runtime/checkpoint/safetensors.hpp"
 #include "runtime/exec/executor.hpp"
 #include "runtime/optim/optimizer.hpp"
-#include "runtime/train/trainer.hpp"
-#include "tests/runtime/golden/golden_bert.hpp"
+#include "tests/runtime/golden/golden_inputs.hpp"
 #include "tests/runtime/golden/hf_bert_layout.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -61,61 +61,76 @@ constexpr double kLossRelTol = 1e-5;
 constexpr double kLogitTol = 1e-4;        // × max |ref| of the tensor
 constexpr double kGradMaxTol = 1e-3;      // × max |ref| of the tensor
 constexpr double kGradL2Tol = 3e-4;       // × ‖ref‖₂ of the tensor
+constexpr double kKeyBiasNoise = 1e-4;    // × max |∂L/∂W_key| of the layer (check_key_bias)
 constexpr double kStepLossRelTol = 1e-5;
 
-// What ptsim computes on the golden inputs.
+const std::vector<golden::Case>& cases() {
+  static const std::vector<golden::Case> all = {golden::bert_case(), golden::gpt2_case()};
+  return all;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// What ptsim computes on the golden inputs, named as in torch_golden.safetensors.
 struct Forward {
-  double loss = 0, mlm = 0, nsp = 0;
-  std::vector<float> mlm_logits;  // [B·P, vocab] (padding classes dropped)
-  std::vector<float> nsp_logits;  // [B, 2]
-  std::map<std::string, std::vector<float>> grads;  // by parameter name, checkpoint shape
+  std::map<std::string, double> scalars;               // loss (+ mlm_loss, nsp_loss)
+  std::map<std::string, std::vector<float>> tensors;   // logits
+  std::map<std::string, std::vector<float>> grads;     // by parameter name, checkpoint shape
 };
 
 struct Inputs {
+  golden::Case c;
   runtime::SafetensorsFile model;
   golden::Batch batch;
 };
 
-const Inputs& shipped_inputs() {
-  static const Inputs in{runtime::read_safetensors(golden::data_dir() + "/model.safetensors"),
-                         golden::read_batch(golden::data_dir() + "/batch.safetensors")};
-  return in;
+const Inputs& shipped_inputs(const golden::Case& c) {
+  static std::map<std::string, Inputs> loaded;
+  auto it = loaded.find(c.name);
+  if (it == loaded.end())
+    it = loaded.emplace(c.name, Inputs{c, runtime::read_safetensors(golden::data_dir(c) + "/model.safetensors"),
+                                       golden::read_batch(c)})
+             .first;
+  return it->second;
+}
+
+// Rows [0, rows) of a [.., padded vocab] logits tensor, padding classes dropped.
+std::vector<float> logit_rows(std::span<const float> z, const std::vector<int64_t>& shape, int64_t rows, int64_t vocab) {
+  std::vector<float> out;
+  for (int64_t r = 0; r < rows; ++r) out.insert(out.end(), z.begin() + r * shape[1], z.begin() + r * shape[1] + vocab);
+  return out;
 }
 
 struct Session {
   models::TaskGraph graph;
   std::unique_ptr<runtime::Executor> ex;
   Forward captured;
+
+  // The forward's loss parts and logits, read right after their ops (the plan reuses their bytes later).
+  void capture(const models::Op& op) {
+    if (op.phase != models::Phase::forward) return;
+    const int out = op.outputs.at(0);
+    const auto& shape = graph.tensor(out).shape;
+    const int64_t vocab = graph.model.vocab_size;
+    if (op.name == "cls.predictions.loss") captured.scalars["mlm_loss"] = ex->f32(out)[0];
+    if (op.name == "cls.seq_relationship.loss") captured.scalars["nsp_loss"] = ex->f32(out)[0];
+    if (op.name == "cls.predictions.decoder") captured.tensors["mlm_logits"] = logit_rows(ex->f32(out), shape, shape[0], vocab);
+    if (op.name == "cls.seq_relationship") captured.tensors["nsp_logits"] = logit_rows(ex->f32(out), shape, shape[0], 2);
+    if (op.name == "lm_head") captured.tensors["logits"] = logit_rows(ex->f32(out), shape, golden::kSeq, vocab);
+  }
 };
 
-// An executor on the golden graph with the weights and batch loaded, capturing the losses and logits of
-// the forward pass through ExecutorOptions::after_op (the plan reuses their bytes later in the micro-step).
+// An executor on the golden graph with the weights and batch loaded.
 std::unique_ptr<Session> open_session(const Inputs& in, models::OptimizerKind kind) {
   auto s = std::make_unique<Session>();
-  s->graph = models::build_task_graph(golden::bert_spec(), golden::bert_recipe(kind));
+  s->graph = models::build_task_graph(in.c.spec, golden::recipe(in.c, kind));
   runtime::ExecutorOptions options;
   options.time_ops = false;
   Session* raw = s.get();
-  options.after_op = [raw](const models::Op& op) {
-    if (op.phase != models::Phase::forward) return;
-    auto& ex = *raw->ex;
-    const int out = op.outputs.at(0);
-    if (op.name == "cls.predictions.loss") raw->captured.mlm = ex.f32(out)[0];
-    if (op.name == "cls.seq_relationship.loss") raw->captured.nsp = ex.f32(out)[0];
-    if (op.name == "cls.predictions.decoder") {  // [P, padded vocab] → [P, vocab]
-      const auto& shape = raw->graph.tensor(out).shape;
-      const int64_t vocab = raw->graph.model.vocab_size;
-      std::span<const float> z = ex.f32(out);
-      raw->captured.mlm_logits.clear();
-      for (int64_t r = 0; r < shape[0]; ++r)
-        raw->captured.mlm_logits.insert(raw->captured.mlm_logits.end(), z.begin() + r * shape[1],
-                                        z.begin() + r * shape[1] + vocab);
-    }
-    if (op.name == "cls.seq_relationship") {
-      std::span<const float> z = ex.f32(out);
-      raw->captured.nsp_logits.assign(z.begin(), z.end());
-    }
-  };
+  options.after_op = [raw](const models::Op& op) { raw->capture(op); };
   s->ex = std::make_unique<runtime::Executor>(s->graph, options);
   golden::load_model(*s->ex, in.model);
   golden::fill_inputs(*s->ex, in.batch);
@@ -124,7 +139,7 @@ std::unique_ptr<Session> open_session(const Inputs& in, models::OptimizerKind ki
 
 Forward ptsim_forward(const Inputs& in) {
   auto s = open_session(in, models::OptimizerKind::adamw);
-  s->captured.loss = s->ex->run_micro_step(1, 0);
+  s->captured.scalars["loss"] = s->ex->run_micro_step(1, 0);
   Forward f = s->captured;
   for (const models::Parameter& p : s->graph.params) {
     std::span<const float> g = s->ex->f32(p.gradient);
@@ -152,6 +167,9 @@ struct Golden {
   std::vector<float> at(const std::string& name) const { return file.at(name).to_f32(file.source); }
   double scalar(const std::string& name) const { return at(name).at(0); }
 };
+Golden shipped_golden(const golden::Case& c) {
+  return {runtime::read_safetensors(golden::data_dir(c) + "/torch_golden.safetensors")};
+}
 
 // Worst errors over the comparisons of one run, for the MESSAGE lines.
 struct Worst {
@@ -159,7 +177,7 @@ struct Worst {
   std::string grad_max_name, grad_l2_name;
 };
 
-void check_loss(const char* what, double got, double want, double tol, double& worst) {
+void check_loss(const std::string& what, double got, double want, double tol, double& worst) {
   const double rel = std::abs(got - want) / std::abs(want);
   worst = std::max(worst, rel);
   CHECK_MESSAGE(rel <= tol, what << ": ptsim " << got << ", torch " << want << " (relative error " << rel << ")");
@@ -182,30 +200,28 @@ TensorError tensor_error(const std::vector<float>& got, const std::vector<float>
 }
 
 // Attention key biases: their exact gradient is 0 — q·b_k adds the same constant to every score of a query
-// row, and softmax is invariant to that — so both sides hold only rounding noise (relative errors ~1 are
-// expected and meaningless). Checked instead: on both sides |g| ≤ kKeyBiasNoise × max |∂L/∂W_k| of the same
-// layer (the noise is the cancellation residue of terms of the key gradients' size, ≈ √M·u ≈ 1e-6 relative
-// for M = 128 tokens; the bound leaves 100× margin and is still 1000× below a real gradient).
-constexpr double kKeyBiasNoise = 1e-4;
-bool is_key_bias(const std::string& name) { return name.ends_with(".attention.self.key.bias"); }
+// row, and softmax is invariant to that (PyTorch in fp64 gives ~4e-18) — so both sides hold only rounding
+// noise and their relative difference is ~1 by nature. Checked instead: on both sides |g| ≤ kKeyBiasNoise ×
+// max |∂L/∂W_k| of the same layer (the noise is the cancellation residue of terms of the key gradients'
+// size, ≈ √M·u ≈ 1e-6 relative for M = 128 tokens: 100× margin, and still 1000× below a real gradient).
+bool is_key_bias(const std::string& name) { return name.ends_with(".key.bias"); }
 std::string key_weight_of(const std::string& bias) { return bias.substr(0, bias.size() - 4) + "weight"; }
 void check_key_bias(const std::string& name, const std::vector<float>& got, const std::vector<float>& want,
                     const std::vector<float>& key_weight_grad, Worst& w) {
   double scale = 0, noise = 0;
   for (float x : key_weight_grad) scale = std::max(scale, std::abs(static_cast<double>(x)));
-  for (size_t i = 0; i < got.size(); ++i) noise = std::max({noise, std::abs(static_cast<double>(got[i])), std::abs(static_cast<double>(want[i]))});
+  for (size_t i = 0; i < got.size(); ++i)
+    noise = std::max({noise, std::abs(static_cast<double>(got[i])), std::abs(static_cast<double>(want[i]))});
   w.key_bias_noise = std::max(w.key_bias_noise, noise / scale);
-  CHECK_MESSAGE(noise <= kKeyBiasNoise * scale, "grad " << name << " (exactly 0 in exact arithmetic): max |g| = " << noise
-                                                        << ", key weight gradient scale " << scale);
+  CHECK_MESSAGE(noise <= kKeyBiasNoise * scale, "grad " << name << " (exactly 0 in exact arithmetic): max |g| = "
+                                                        << noise << ", key weight gradient scale " << scale);
 }
 
 Worst compare_forward(const Forward& f, const Golden& g) {
   Worst w;
-  check_loss("loss", f.loss, g.scalar("loss"), kLossRelTol, w.loss_rel);
-  check_loss("MLM loss", f.mlm, g.scalar("mlm_loss"), kLossRelTol, w.loss_rel);
-  check_loss("NSP loss", f.nsp, g.scalar("nsp_loss"), kLossRelTol, w.loss_rel);
-  for (const char* name : {"mlm_logits", "nsp_logits"}) {
-    const TensorError e = tensor_error(name == std::string("mlm_logits") ? f.mlm_logits : f.nsp_logits, g.at(name));
+  for (const auto& [name, value] : f.scalars) check_loss(name, value, g.scalar(name), kLossRelTol, w.loss_rel);
+  for (const auto& [name, value] : f.tensors) {
+    const TensorError e = tensor_error(value, g.at(name));
     w.logit = std::max(w.logit, e.max_rel);
     CHECK_MESSAGE(e.max_rel <= kLogitTol, name << ": max |Δ| / max |ref| = " << e.max_rel);
   }
@@ -236,84 +252,110 @@ double compare_steps(const Inputs& in, const Golden& g) {
     const std::vector<double> got = ptsim_step_losses(in, kind, lr, golden::kSteps);
     const std::vector<float> want = g.at(key);
     REQUIRE(want.size() == got.size());
-    for (size_t i = 0; i < got.size(); ++i)
-      check_loss(key, got[i], want[i], kStepLossRelTol, worst);
+    for (size_t i = 0; i < got.size(); ++i) check_loss(key, got[i], want[i], kStepLossRelTol, worst);
     // The run must train, or equal losses would prove nothing about the update.
     CHECK_MESSAGE(want.back() < 0.95 * want.front(), key << ": " << want.front() << " -> " << want.back());
   }
   return worst;
 }
 
-void report(const std::string& what, const Worst& w, double steps) {
+void report(const std::string& what, const Worst& w) {
   MESSAGE(what << ": worst relative loss error " << w.loss_rel << "; logits " << w.logit << "; gradient max-norm "
                << w.grad_max << " (" << w.grad_max_name << "), L2 " << w.grad_l2 << " (" << w.grad_l2_name
-               << "); key-bias noise / key-weight gradient " << w.key_bias_noise << "; 10-step losses " << steps);
+               << "); key-bias noise / key-weight gradient " << w.key_bias_noise);
 }
 
 bool python_has_torch() {
   return std::system("/usr/bin/python3 -c 'import torch, numpy' > /dev/null 2>&1") == 0;
 }
 
-}  // namespace
-
-TEST_CASE("golden inputs: the shipped weights and batch are what make_golden_inputs writes") {
-  test::TempDir dir("golden_inputs");
-  const models::TaskGraph g = models::build_task_graph(golden::bert_spec(), golden::bert_recipe());
-  runtime::ExecutorOptions options;
-  options.time_ops = false;
-  runtime::Executor ex(g, options);
-  golden::make_weights(ex);
-  golden::write_model((dir.path / "model.safetensors").string(), ex);
-  golden::write_batch((dir.path / "batch.safetensors").string(), golden::make_batch(g.model.vocab_size));
-  auto bytes = [](const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  };
-  for (const char* f : {"model.safetensors", "batch.safetensors"})
-    CHECK_MESSAGE(bytes(dir.path / f) == bytes(fs::path(golden::data_dir()) / f),
-                  f << " differs from what ptsim makes now: regenerate the golden (docs/golden-tests.md)");
-  const core::Json config = core::load_json_file(golden::data_dir() + "/config.json");
-  CHECK(config == runtime::hf_bert_config(g.model));
+// Runs tools/torch_reference.py on DIR; returns (exit status, output).
+std::pair<int, std::string> run_reference(const fs::path& dir, const fs::path& out) {
+  const fs::path log = out.string() + ".log";
+  const std::string cmd = "/usr/bin/python3 '" + core::data_path("tools/torch_reference.py") + "' --dir '" +
+                          dir.string() + "' --out '" + out.string() + "' > '" + log.string() + "' 2>&1";
+  const int rc = std::system(cmd.c_str());
+  return {rc, read_text(log)};
 }
 
-TEST_CASE("golden inputs: checkpoint names and shapes are exactly transformers' BertForPreTraining parameters") {
-  const models::ModelSpec m = golden::bert_spec();
+}  // namespace
+
+TEST_CASE("golden inputs: the shipped weights, batch and config are what make_golden_inputs writes") {
+  for (const golden::Case& c : cases()) {
+    CAPTURE(c.name);
+    test::TempDir dir("golden_inputs");
+    const models::TaskGraph g = models::build_task_graph(c.spec, golden::recipe(c));
+    runtime::ExecutorOptions options;
+    options.time_ops = false;
+    runtime::Executor ex(g, options);
+    golden::make_weights(ex);
+    golden::write_model((dir.path / "model.safetensors").string(), ex);
+    golden::write_batch((dir.path / "batch.safetensors").string(), golden::make_batch(c));
+    for (const char* f : {"model.safetensors", "batch.safetensors"})
+      CHECK_MESSAGE(read_text(dir.path / f) == read_text(fs::path(golden::data_dir(c)) / f),
+                    c.name << "/" << f << " differs from what ptsim makes now: regenerate (docs/golden-tests.md)");
+    const core::Json config = core::load_json_file(golden::data_dir(c) + "/config.json");
+    CHECK(config == c.hf_config);
+    // ptsim reads the HF config back as the same model.
+    const models::ModelSpec back = models::parse_model_json("config.json", config.dump());
+    CHECK(back.num_layers == c.spec.num_layers);
+    CHECK(back.hidden_size == c.spec.hidden_size);
+    CHECK(back.intermediate_size == c.spec.intermediate_size);
+    CHECK(back.vocab_size == c.spec.vocab_size);
+    CHECK(back.layer_norm_eps == c.spec.layer_norm_eps);
+  }
+}
+
+TEST_CASE("golden inputs: BERT checkpoint names and shapes are exactly transformers' BertForPreTraining parameters") {
+  const golden::Case c = golden::bert_case();
+  const models::ModelSpec& m = c.spec;
   const auto expected = test::hf_bert_for_pretraining_parameters(
       {m.vocab_size, m.hidden_size, m.num_layers, m.intermediate_size, m.max_position_embeddings, m.type_vocab_size});
   // The graph's parameters, with the shapes a checkpoint stores.
-  const models::TaskGraph g = models::build_task_graph(m, golden::bert_recipe());
+  const models::TaskGraph g = models::build_task_graph(m, golden::recipe(c));
   std::map<std::string, std::vector<int64_t>> graph_params;
   for (const models::Parameter& p : g.params) graph_params[p.name] = golden::saved_shape(g, p);
-  CHECK(graph_params == expected);
   for (const auto& [name, shape] : expected) CHECK_MESSAGE(graph_params.count(name) == 1, "missing " << name);
   for (const auto& [name, shape] : graph_params) CHECK_MESSAGE(expected.count(name) == 1, "unexpected " << name);
+  CHECK(graph_params == expected);
   // The shipped file, which tools/torch_reference.py loads strictly.
   std::map<std::string, std::vector<int64_t>> file;
-  for (const auto& t : shipped_inputs().model.tensors) {
+  for (const auto& t : shipped_inputs(c).model.tensors) {
     CHECK(t.dtype == runtime::SafetensorsDtype::f32);
     file[t.name] = t.shape;
   }
   CHECK(file == expected);
-  CHECK(shipped_inputs().model.metadata.at("format") == "pt");
-  // Weight decay: everything but biases and LayerNorm parameters (transformers' and NVIDIA's BERT
-  // scripts, no_decay = ["bias", "LayerNorm"]), as tools/torch_reference.py's no_decay() applies it.
-  for (const models::Parameter& p : g.params) {
-    const bool hf_no_decay = p.name.find("bias") != std::string::npos || p.name.find("LayerNorm") != std::string::npos;
-    CHECK_MESSAGE(p.decay == !hf_no_decay, p.name);
+  CHECK(shipped_inputs(c).model.metadata.at("format") == "pt");
+}
+
+TEST_CASE("golden inputs: weight decay skips biases and LayerNorm parameters (the HF/NVIDIA rule)") {
+  // transformers' and NVIDIA's BERT scripts: no_decay = ["bias", "LayerNorm"]; GPT-2's LayerNorms are ln_*.
+  // tools/torch_reference.py's no_decay() applies the same rule to the PyTorch parameters.
+  for (const golden::Case& c : cases()) {
+    const models::TaskGraph g = models::build_task_graph(c.spec, golden::recipe(c));
+    for (const models::Parameter& p : g.params) {
+      const bool no_decay = p.name.find("bias") != std::string::npos || p.name.find("LayerNorm") != std::string::npos ||
+                            p.name.find(".ln_") != std::string::npos;
+      CHECK_MESSAGE(p.decay == !no_decay, p.name);
+    }
   }
 }
 
 TEST_CASE("golden: ptsim's losses, logits and every gradient match PyTorch") {
-  const Golden g{runtime::read_safetensors(golden::data_dir() + "/torch_golden.safetensors")};
-  CHECK(g.file.metadata.at("dtype") == "float32");
-  const Worst w = compare_forward(ptsim_forward(shipped_inputs()), g);
-  report("ptsim vs shipped torch golden (forward/backward)", w, 0);
+  for (const golden::Case& c : cases()) {
+    CAPTURE(c.name);
+    const Golden g = shipped_golden(c);
+    CHECK(g.file.metadata.at("dtype") == "float32");
+    report(c.name + ": ptsim vs shipped torch golden", compare_forward(ptsim_forward(shipped_inputs(c)), g));
+  }
 }
 
 TEST_CASE("golden: 10 steps of AdamW and of NVLAMB give PyTorch's losses") {
-  const Golden g{runtime::read_safetensors(golden::data_dir() + "/torch_golden.safetensors")};
-  const double worst = compare_steps(shipped_inputs(), g);
-  MESSAGE("ptsim vs shipped torch golden: worst relative error of the 10-step losses " << worst);
+  for (const golden::Case& c : cases()) {
+    CAPTURE(c.name);
+    const double worst = compare_steps(shipped_inputs(c), shipped_golden(c));
+    MESSAGE(c.name << ": ptsim vs shipped torch golden: worst relative error of the 10-step losses " << worst);
+  }
 }
 
 TEST_CASE("golden live: PyTorch regenerates the golden and ptsim matches it") {
@@ -322,27 +364,25 @@ TEST_CASE("golden live: PyTorch regenerates the golden and ptsim matches it") {
             "python3-numpy); the shipped golden was still compared above");
     return;
   }
-  test::TempDir dir("golden_live");
-  const std::string out = (dir.path / "torch_golden.safetensors").string();
-  const std::string cmd = "/usr/bin/python3 '" + core::data_path("tools/torch_reference.py") + "' --dir '" +
-                          golden::data_dir() + "' --out '" + out + "' > '" + (dir.path / "log").string() + "' 2>&1";
-  const int rc = std::system(cmd.c_str());
-  std::ifstream log(dir.path / "log");
-  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  REQUIRE_MESSAGE(rc == 0, "tools/torch_reference.py failed:\n" << text);
-  const Golden live{runtime::read_safetensors(out)};
-  const Worst w = compare_forward(ptsim_forward(shipped_inputs()), live);
-  const double steps = compare_steps(shipped_inputs(), live);
-  report("ptsim vs live torch", w, steps);
-  // This machine's torch against the shipped file: same tolerances (another BLAS or torch version sums in
-  // another order, within the same fp32 bounds).
-  const Golden shipped{runtime::read_safetensors(golden::data_dir() + "/torch_golden.safetensors")};
-  for (const auto& t : shipped.file.tensors) {
-    if (is_key_bias(t.name)) continue;  // noise on both sides; bounded by check_key_bias above
-    const bool grad = t.name.rfind("grad.", 0) == 0, logits = t.name.ends_with("_logits");
-    const TensorError e = tensor_error(live.at(t.name), shipped.at(t.name));
-    CHECK_MESSAGE(e.max_rel <= (grad ? kGradMaxTol : logits ? kLogitTol : kStepLossRelTol),
-                  t.name << ": live torch vs shipped golden " << e.max_rel);
+  for (const golden::Case& c : cases()) {
+    CAPTURE(c.name);
+    test::TempDir dir("golden_live");
+    const fs::path out = dir.path / "torch_golden.safetensors";
+    const auto [rc, log] = run_reference(golden::data_dir(c), out);
+    REQUIRE_MESSAGE(rc == 0, "tools/torch_reference.py failed:\n" << log);
+    const Golden live{runtime::read_safetensors(out.string())};
+    report(c.name + ": ptsim vs live torch", compare_forward(ptsim_forward(shipped_inputs(c)), live));
+    MESSAGE(c.name << ": 10-step losses vs live torch, worst relative error " << compare_steps(shipped_inputs(c), live));
+    // This machine's torch against the shipped file: same tolerances (another BLAS or torch version sums in
+    // another order, within the same fp32 bounds).
+    const Golden shipped = shipped_golden(c);
+    for (const auto& t : shipped.file.tensors) {
+      if (is_key_bias(t.name)) continue;  // noise on both sides; bounded by check_key_bias above
+      const bool grad = t.name.rfind("grad.", 0) == 0, logits = t.name.ends_with("logits");
+      const TensorError e = tensor_error(live.at(t.name), shipped.at(t.name));
+      CHECK_MESSAGE(e.max_rel <= (grad ? kGradMaxTol : logits ? kLogitTol : kStepLossRelTol),
+                    t.name << ": live torch vs shipped golden " << e.max_rel);
+    }
   }
 }
 
@@ -351,30 +391,32 @@ TEST_CASE("golden live: tools/torch_reference.py refuses a checkpoint whose keys
     MESSAGE("skipped: /usr/bin/python3 cannot import torch and numpy");
     return;
   }
-  const runtime::SafetensorsFile& model = shipped_inputs().model;
-  auto run_with = [&](const std::vector<runtime::SafetensorsView>& views, const char* tag) {
-    test::TempDir dir(tag);
-    for (const char* f : {"config.json", "batch.safetensors"}) fs::copy_file(fs::path(golden::data_dir()) / f, dir.path / f);
-    runtime::write_safetensors((dir.path / "model.safetensors").string(), views, {{"format", "pt"}});
-    const std::string cmd = "/usr/bin/python3 '" + core::data_path("tools/torch_reference.py") + "' --dir '" +
-                            dir.path.string() + "' --out '" + (dir.path / "out.safetensors").string() + "' > '" +
-                            (dir.path / "log").string() + "' 2>&1";
-    const int rc = std::system(cmd.c_str());
-    std::ifstream log(dir.path / "log");
-    return std::pair{rc, std::string((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>())};
-  };
-  auto views_of = [&](const std::string& skip, const std::string& rename) {
-    std::vector<runtime::SafetensorsView> v;
-    for (const auto& t : model.tensors) {
-      if (t.name == skip) continue;
-      v.push_back({t.name == rename ? t.name + "_x" : t.name, t.dtype, t.shape, t.data});
-    }
-    return v;
-  };
-  const auto [rc_missing, missing] = run_with(views_of("bert.pooler.dense.bias", ""), "golden_missing");
-  CHECK(rc_missing != 0);
-  CHECK_MESSAGE(missing.find("missing: bert.pooler.dense.bias") != std::string::npos, missing);
-  const auto [rc_renamed, renamed] = run_with(views_of("", "cls.seq_relationship.weight"), "golden_renamed");
-  CHECK(rc_renamed != 0);
-  CHECK_MESSAGE(renamed.find("unexpected: cls.seq_relationship.weight_x") != std::string::npos, renamed);
+  for (const golden::Case& c : cases()) {
+    CAPTURE(c.name);
+    const runtime::SafetensorsFile& model = shipped_inputs(c).model;
+    auto run_with = [&](const std::string& skip, const std::string& rename, const std::string& reshape) {
+      test::TempDir dir("golden_strict");
+      for (const char* f : {"config.json", "batch.safetensors"}) fs::copy_file(fs::path(golden::data_dir(c)) / f, dir.path / f);
+      std::vector<runtime::SafetensorsView> views;
+      for (const auto& t : model.tensors) {
+        if (t.name == skip) continue;
+        std::vector<int64_t> shape = t.shape;
+        if (t.name == reshape) shape = {golden::numel(shape)};  // same bytes, flattened
+        views.push_back({t.name == rename ? t.name + "_x" : t.name, t.dtype, shape, t.data});
+      }
+      runtime::write_safetensors((dir.path / "model.safetensors").string(), views, {{"format", "pt"}});
+      return run_reference(dir.path, dir.path / "out.safetensors");
+    };
+    const std::string victim = model.tensors.at(3).name, other = model.tensors.at(5).name,
+                      matrix = model.tensors.at(0).name;
+    const auto [rc1, missing] = run_with(victim, "", "");
+    CHECK(rc1 != 0);
+    CHECK_MESSAGE(missing.find("missing: " + victim) != std::string::npos, missing);
+    const auto [rc2, renamed] = run_with("", other, "");
+    CHECK(rc2 != 0);
+    CHECK_MESSAGE(renamed.find("unexpected: " + other + "_x") != std::string::npos, renamed);
+    const auto [rc3, reshaped] = run_with("", "", matrix);
+    CHECK(rc3 != 0);
+    CHECK_MESSAGE(reshaped.find("shape: " + matrix) != std::string::npos, reshaped);
+  }
 }
