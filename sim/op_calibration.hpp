@@ -8,27 +8,14 @@
 #include <vector>
 
 #include "hwprofiles/profiles.hpp"
-#include "models/task_graph.hpp"
+#include "models/op_times.hpp"
 
 namespace ptsim::sim {
 
-struct MeasuredOp {
-  int id = -1;
-  std::string name;
-  models::Op op;                   // kind, phase, dtype, FLOPs and bytes of one execution
-  double seconds_per_execution = 0;
-};
-
-struct OpTimes {
-  std::string path;
-  std::string source;              // measured | predicted
-  std::string device;
-  int64_t micro_steps = 1;
-  std::vector<MeasuredOp> ops;
-};
-
-// Strict reader of a ptsim.op_times.v1 file (InputError naming file and field).
-OpTimes load_op_times(const std::string& path);
+// The measured per-op times, read with the schema's one reader (models/op_times.hpp).
+using models::load_op_times;
+using models::MeasuredOp;
+using models::OpTimes;
 
 struct KindError {
   double measured_seconds = 0, predicted_before = 0, predicted_after = 0;  // per optimizer step

@@ -11,9 +11,9 @@
 #include "hwprofiles/profiles.hpp"
 #include "reports/prediction.hpp"
 #include "reports/scenario.hpp"
-#include "runtime/train/op_times.hpp"
 #include "models/builder.hpp"
 #include "models/graph_export.hpp"
+#include "models/op_times.hpp"
 #include "reports/text_table.hpp"
 #include "sim/compute_model.hpp"
 #include "sim/memory_check.hpp"
@@ -44,13 +44,13 @@ int predict_single_gpu(const hwprofiles::ProfileSet& profiles, const std::string
     for (const auto& op : graph.ops)
       if (models::is_micro_step_phase(op.phase))
         per_step[static_cast<size_t>(op.id)] *= static_cast<double>(graph.micro_steps);
-    runtime::OpTimesInfo info;
+    models::OpTimesInfo info;
     info.source = "predicted";
     info.device = gpu.name;
     info.step_seconds = p.step_seconds;
     std::ofstream out(op_times_path);
     if (!out) throw core::InputError(fmt::format("--op-times {}: cannot write the file", op_times_path));
-    out << runtime::op_times_json(graph, per_step, info).dump(1) << "\n";
+    out << models::op_times_json(graph, per_step, info).dump(1) << "\n";
   }
 
   std::vector<std::pair<std::string, double>> kinds(p.seconds_by_kind.begin(), p.seconds_by_kind.end());

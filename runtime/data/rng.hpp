@@ -7,14 +7,11 @@
 #include <utility>
 #include <vector>
 
+#include "core/hash.hpp"
+
 namespace ptsim::runtime::data {
 
-inline uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+using core::splitmix64;  // core/hash.hpp: seeds the generator and the data order's shuffle keys
 
 class DataRng {
  public:

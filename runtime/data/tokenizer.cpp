@@ -12,15 +12,6 @@
 
 namespace ptsim::runtime::data {
 
-uint64_t fnv1a64(const void* data, size_t size_bytes, uint64_t hash) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < size_bytes; ++i) {
-    hash ^= p[i];
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
-}
-
 std::string hash_to_hex(uint64_t hash) { return fmt::format("0x{:016x}", hash); }
 
 // ---------------------------------------------------------------------------------------------- Vocab

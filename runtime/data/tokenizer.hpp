@@ -10,11 +10,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/hash.hpp"
+
 namespace ptsim::runtime::data {
 
-// FNV-1a 64-bit over bytes (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
-inline constexpr uint64_t kFnv1aOffset = 0xcbf29ce484222325ULL;
-uint64_t fnv1a64(const void* data, size_t size_bytes, uint64_t hash = kFnv1aOffset);
+// FNV-1a 64-bit over bytes (core/hash.hpp), as the data pipeline's checksums use it.
+using core::fnv1a64;
+using core::kFnv1aOffset;
 std::string hash_to_hex(uint64_t hash);  // "0x0123456789abcdef"
 
 inline constexpr const char* kPadToken = "[PAD]";

@@ -13,6 +13,8 @@
 #include <limits>
 #include <numbers>
 #include <stdexcept>
+
+#include "core/hash.hpp"
 #include <vector>
 
 #include "core/error.hpp"
@@ -32,12 +34,8 @@ using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <class T>
 using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 
-// splitmix64's finaliser (Steele et al. 2014): a bijective 64-bit mix, the core of the dropout hash.
-inline uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+// splitmix64's finaliser (core/hash.hpp): a bijective 64-bit mix, the core of the dropout hash.
+constexpr uint64_t mix64(uint64_t z) { return core::splitmix64_mix(z); }
 constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
 
 }  // namespace

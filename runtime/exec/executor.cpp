@@ -18,6 +18,7 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "core/hash.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/exec/backend.hpp"
 #include "runtime/optim/optimizer.hpp"
@@ -58,19 +59,10 @@ class AlignedBuffer {
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::f64; }
 
-// splitmix64 (Steele et al. 2014) for parameter initialisation: counter-based, so every element's value
-// depends only on (seed, parameter name, element index).
-uint64_t mix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
+// Parameter initialisation is counter-based (core/hash.hpp: splitmix64 at a counter, FNV-1a of the
+// name), so every element's value depends only on (seed, parameter name, element index).
+using core::fnv1a64;
+using core::mix64;
 double uniform_open(uint64_t bits) { return (static_cast<double>(bits >> 11) + 0.5) * 0x1.0p-53; }  // (0, 1)
 
 }  // namespace
@@ -228,6 +220,7 @@ struct Executor::Impl {
       // The loss has no reader in the body, so the plan may reuse its bytes right after: read it now.
       for (int out : op.outputs)
         if (out == graph.loss_tensor) loss = read_scalar(out);
+      if (options.after_op) options.after_op(op);
     }
     return loss;
   }
@@ -366,7 +359,7 @@ struct Executor::Impl {
       } else if (shape.size() < 2) {
         std::fill(w.begin(), w.end(), T(0));
       } else {
-        const uint64_t key = mix64(seed ^ fnv1a(p.name));
+        const uint64_t key = mix64(seed ^ fnv1a64(p.name));
         for (size_t i = 0; i < w.size(); ++i) {  // Box–Muller on two counter-based uniforms
           const double u1 = uniform_open(mix64(key + 2 * i)), u2 = uniform_open(mix64(key + 2 * i + 1));
           w[i] = static_cast<T>(kStd * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));

@@ -5,6 +5,7 @@
 // Not here: kernels (runtime/exec/cpu_backend.*), data loading, the training loop (runtime/train/).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -30,6 +31,10 @@ struct ExecutorOptions {
   uint64_t seed = 1234;        // dropout streams: hash(seed, step, micro_step, op.attrs.rng_stream)
   bool time_ops = true;        // measure every op's wall time
   int threads = 0;             // 0 = Eigen's default (Eigen::setNbThreads; single-threaded without OpenMP)
+  // Called after every body op (forward, recompute, backward) with the op just run, while its outputs still
+  // hold their values: the memory plan may reuse an activation's bytes once its last reader has run, so
+  // this is where a check reads intermediate tensors such as the MLM logits (tests/runtime/golden/).
+  std::function<void(const models::Op&)> after_op;
 };
 
 class Executor {

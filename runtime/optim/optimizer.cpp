@@ -98,7 +98,7 @@ double norm_of(const float* x, std::size_t n) {
   return std::sqrt(sum);
 }
 
-// Trust ratio ‖w‖/‖u‖, 1 where either norm is 0 (apex multi_tensor_lamb stage 2; REFERENCE.md).
+// Trust ratio ‖w‖/‖u‖, 1 where either norm is 0 (apex multi_tensor_lamb stage 2).
 double trust_ratio(double w_norm, double u_norm) {
   return (w_norm > 0.0 && u_norm > 0.0) ? w_norm / u_norm : 1.0;
 }

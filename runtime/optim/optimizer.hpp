@@ -2,7 +2,8 @@
 // AdamW, LAMB as NVIDIA runs it (NVLAMB), LANS, and SGD with momentum.
 // Each optimizer owns its per-tensor state (Adam moments m, v; SGD momentum) and a global step counter,
 // and updates weights in place from gradients it only reads. Formulas and sources:
-// docs/optimizers-and-checkpoints.md and /work/shared/REFERENCE.md "Optimizers".
+// docs/optimizers-and-checkpoints.md (which names the primary sources: torch.optim, NVIDIA apex FusedLAMB,
+// DeepLearningExamples BERT, the LANS paper); tests/runtime/golden/ checks AdamW and NVLAMB against PyTorch.
 // Not here: mixed precision (the executor keeps fp32 master weights and hands them in as ParamSlots,
 // unscales gradients and skips steps with non-finite gradients), GPU kernels (they must match update_slot
 // of the matching class here), learning-rate schedules (lr_schedule.hpp).
@@ -45,7 +46,7 @@ struct OptimizerConfig {
   double weight_decay = 0.01;     // λ; applied only to slots with decay = true
   double max_grad_norm = 1.0;     // global-norm clipping threshold; <= 0 disables. Ignored by LANS.
   double momentum = 0.9;          // sgd only
-  // lamb only. true (REFERENCE.md, apex use_nvlamb=True): trust ratio on every tensor. false (apex FusedLAMB's
+  // lamb only. true (NVLAMB, apex use_nvlamb=True): trust ratio on every tensor. false (apex FusedLAMB's
   // default, which NVIDIA DeepLearningExamples BERT run_pretraining.py uses): ratio 1 where λ = 0.
   bool use_nvlamb = true;
 };
@@ -138,7 +139,7 @@ class AdamW final : public Optimizer {
   void update_slot(std::size_t i) override;
 };
 
-// NVLAMB (REFERENCE.md; NVIDIA apex FusedLAMB with use_nvlamb=True): clip by global norm, Adam moments
+// NVLAMB (NVIDIA apex FusedLAMB with use_nvlamb=True): clip by global norm, Adam moments
 // with bias correction, u = m̂/(√v̂+ε) + λ·w, per-tensor trust ratio ‖w‖/‖u‖ on every tensor (1 when
 // either norm is 0), w ← w − η·ratio·u. config.use_nvlamb = false reproduces apex's default instead
 // (ratio 1 on tensors with λ = 0).

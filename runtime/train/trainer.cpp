@@ -13,11 +13,14 @@
 #include <cmath>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <thread>
 
 #include "core/error.hpp"
 #include "models/builder.hpp"
 #include "models/model_spec.hpp"
+#include "models/op_times.hpp"
 #include "models/task_graph.hpp"
 #include "runtime/checkpoint/atomic_file.hpp"
 #include "runtime/checkpoint/checkpoint.hpp"
@@ -26,7 +29,6 @@
 #include "runtime/data/tokenizer.hpp"        // defines: hash_to_hex
 #include "runtime/exec/executor.hpp"
 #include "runtime/optim/optimizer.hpp"
-#include "runtime/train/op_times.hpp"
 
 namespace ptsim::runtime {
 
@@ -37,6 +39,23 @@ using core::Json;
 namespace fs = std::filesystem;
 
 volatile std::sig_atomic_t g_stop_signal = 0;
+
+// The op-times file's device: "cpu: <model name from /proc/cpuinfo> (<threads> threads)"; "cpu (N threads)"
+// when the model name is unknown.
+std::string cpu_device_description(int threads) {
+  std::string model;
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) != 0) continue;
+    auto colon = line.find(':');
+    if (colon != std::string::npos) model = line.substr(colon + 1);
+    while (!model.empty() && model.front() == ' ') model.erase(model.begin());
+    break;
+  }
+  const int n = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
+  if (model.empty()) return fmt::format("cpu ({} threads)", n);
+  return fmt::format("cpu: {} ({} threads)", model, n);
+}
 
 extern "C" void on_stop_signal(int sig) {
   if (g_stop_signal != 0) {  // second signal: the user means it
@@ -143,8 +162,8 @@ Json run_identity(const TrainConfig& c, const models::TaskGraph& g, uint64_t voc
           {"seed", c.seed}};
 }
 
-// The HuggingFace BertConfig for the saved weights (so transformers' from_pretrained can read the step
-// directory: config.json + model.safetensors).
+}  // namespace
+
 Json hf_bert_config(const models::ModelSpec& m) {
   return {{"architectures", Json::array({"BertForPreTraining"})},
           {"model_type", "bert"},
@@ -163,6 +182,8 @@ Json hf_bert_config(const models::ModelSpec& m) {
           {"pad_token_id", 0},
           {"torch_dtype", "float32"}};
 }
+
+namespace {
 
 class MetricsLog {
  public:
@@ -495,7 +516,7 @@ class Trainer {
     std::vector<double> per_step = measured_steps > 0 ? executor_->op_seconds() : first_step;
     const double n = measured_steps > 0 ? static_cast<double>(measured_steps) : 1.0;
     for (double& s : per_step) s /= n;
-    OpTimesInfo info;
+    models::OpTimesInfo info;
     info.source = "measured";
     info.device = cpu_device_description(c_.threads);
     info.step_seconds = measured_steps > 0 ? summary_.mean_step_seconds : 0;
@@ -505,7 +526,7 @@ class Trainer {
       for (double s : per_step) total += s;
       info.step_seconds = total;  // only the warm-up step ran: best available
     }
-    write_file_atomic(c_.op_times_path, op_times_json(*graph_, per_step, info).dump(1) + "\n");
+    write_file_atomic(c_.op_times_path, models::op_times_json(*graph_, per_step, info).dump(1) + "\n");
   }
 
   const TrainConfig& c_;

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/json_reader.hpp"             // defines: Json
+#include "models/model_spec.hpp"
 #include "models/recipe.hpp"                // defines: OptimizerKind
 #include "runtime/optim/lr_schedule.hpp"    // defines: LrScheduleKind
 
@@ -49,6 +51,11 @@ struct TrainSummary {
   std::vector<double> losses;           // per executed step: mean over micro-steps and ranks
   double mean_step_seconds = 0;         // over the steps after this run's first
 };
+
+// The HuggingFace BertConfig of a model as the checkpoints' config.json (next to model.safetensors, so
+// transformers' BertForPreTraining.from_pretrained can read a step directory; tools/torch_reference.py reads
+// it too): vocab_size without GEMM padding, erf GELU ("gelu"), layer_norm_eps, dropout rates.
+core::Json hf_bert_config(const models::ModelSpec& model);
 
 // Runs the loop. `progress` receives the progress lines (rank 0; null: silent). Throws core::InputError
 // for bad input (data directory, model, flags that do not fit, a checkpoint that does not match the run).

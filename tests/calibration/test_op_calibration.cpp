@@ -8,7 +8,7 @@
 #include "core/error.hpp"
 #include "hwprofiles/profiles.hpp"
 #include "models/builder.hpp"
-#include "runtime/train/op_times.hpp"
+#include "models/op_times.hpp"
 #include "sim/compute_model.hpp"
 #include "sim/op_calibration.hpp"
 
@@ -22,12 +22,12 @@ std::string write_op_times(const models::TaskGraph& g, const hwprofiles::GpuProf
   for (const auto& op : g.ops)
     if (op.phase != models::Phase::optimizer && op.phase != models::Phase::communication)
       per_step[static_cast<size_t>(op.id)] *= static_cast<double>(g.micro_steps);
-  runtime::OpTimesInfo info;
+  models::OpTimesInfo info;
   info.source = "measured";  // synthetic "measurement": produced by a known profile
   info.device = gpu.name;
   info.step_seconds = p.step_seconds;
   auto path = (std::filesystem::temp_directory_path() / name).string();
-  std::ofstream(path) << runtime::op_times_json(g, per_step, info).dump();
+  std::ofstream(path) << models::op_times_json(g, per_step, info).dump();
   return path;
 }
 

@@ -1,6 +1,6 @@
 // tests/runtime/test_optimizers.cpp — AdamW, NVLAMB, LANS, SGD against steps computed by hand.
 // Every expected number below is derived in the comment above it from the formulas in
-// docs/optimizers-and-checkpoints.md (REFERENCE.md "Optimizers"); the optimizer computes element-wise in
+// docs/optimizers-and-checkpoints.md; the optimizer computes element-wise in
 // fp32, so the tolerance is 1e-6 relative (fp32 rounding is ~6e-8 per operation).
 #include <doctest/doctest.h>
 

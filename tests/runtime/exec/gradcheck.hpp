@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "core/hash.hpp"
+
 namespace ptsim::test {
 
 constexpr double kFdStep = 1e-5;
@@ -21,12 +23,8 @@ constexpr double kAbsTol = 1e-8;
 
 using Vec = std::vector<double>;
 
-inline uint64_t test_mix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+using core::mix64;
+constexpr uint64_t test_mix64(uint64_t z) { return mix64(z); }  // counter-based test data (core/hash.hpp)
 // Deterministic normal(0, stddev) numbers (Box–Muller on a counter hash): same values on every platform.
 inline Vec randn(size_t n, uint64_t seed, double stddev = 1.0, double mean = 0.0) {
   Vec v(n);

@@ -5,10 +5,12 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "runtime/checkpoint/checkpoint.hpp"
 #include "runtime/checkpoint/safetensors.hpp"
+#include "tests/runtime/golden/hf_bert_layout.hpp"
 #include "tests/runtime/train/train_test_support.hpp"
 
 using namespace ptsim::test;
@@ -115,6 +117,14 @@ TEST_CASE("train: checkpoints use HuggingFace BertForPreTraining names and the t
         "cls.predictions.transform.dense.weight", "cls.predictions.transform.LayerNorm.weight", "cls.predictions.bias",
         "cls.seq_relationship.weight", "cls.seq_relationship.bias"})
     CHECK_MESSAGE(names.count(n) == 1, n);
+  // Strictly: exactly the parameters of transformers' BertForPreTraining for this config (hf_bert_layout.hpp,
+  // written from modeling_bert's module tree), every shape equal, nothing missing and nothing extra.
+  std::map<std::string, std::vector<int64_t>> saved;
+  for (const auto& t : model.tensors) saved[t.name] = t.shape;
+  const auto expected = ptsim::test::hf_bert_for_pretraining_parameters({397, 32, 2, 64, 64, 2});
+  for (const auto& [name, shape] : expected) CHECK_MESSAGE(saved.count(name) == 1, "missing " << name);
+  for (const auto& [name, shape] : saved) CHECK_MESSAGE(expected.count(name) == 1, "unexpected " << name);
+  CHECK(saved == expected);
   CHECK(model.at("bert.embeddings.word_embeddings.weight").shape == std::vector<int64_t>{397, 32});
   CHECK(model.at("cls.predictions.bias").shape == std::vector<int64_t>{397});
   CHECK(model.at("bert.encoder.layer.0.intermediate.dense.weight").shape == std::vector<int64_t>{64, 32});  // [out, in]
