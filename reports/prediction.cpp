@@ -16,19 +16,6 @@
 namespace ptsim::reports {
 namespace {
 
-const hwprofiles::PriceItem* find_price(const hwprofiles::ProfileSet& profiles, const std::string& name,
-                                        const std::string& field) {
-  if (name.empty()) return nullptr;
-  auto it = profiles.prices.find(name);
-  if (it == profiles.prices.end()) {
-    std::vector<std::string> names;
-    for (const auto& [n, _] : profiles.prices) names.push_back(n);
-    throw core::InputError(fmt::format("scenario field 'prices.{}': unknown price '{}' (expected one of: {})", field,
-                                       name, fmt::join(names, ", ")));
-  }
-  return &it->second;
-}
-
 // Hardware FLOPs (including recomputation) of one optimizer step's micro-steps.
 double hardware_flops_per_step(const models::TaskGraph& g) {
   return g.micro_step_flops() * static_cast<double>(g.micro_steps);
@@ -41,6 +28,55 @@ std::string hours_text(double seconds) {
   return fmt::format("{:.2f} s", seconds);
 }
 
+// The figures a resolution chose, in a fixed order, with their names for people and JSON.
+std::vector<std::pair<std::string, const ChosenPrice*>> chosen_prices(const PriceResolution& r) {
+  std::vector<std::pair<std::string, const ChosenPrice*>> out;
+  auto add = [&](const char* figure, const std::optional<ChosenPrice>& c) {
+    if (c) out.emplace_back(figure, &*c);
+  };
+  add("rental", r.rental);
+  add("spot", r.spot);
+  add("purchase", r.purchase);
+  add("electricity", r.electricity);
+  add("pue", r.pue);
+  return out;
+}
+
+// Dates, sets and kinds are data, so the JSON stays deterministic; the age of a price depends on today
+// and is only in the text report.
+nlohmann::json prices_to_json(const PriceResolution& r) {
+  nlohmann::json used = nlohmann::json::array();
+  for (const auto& [figure, c] : chosen_prices(r))
+    used.push_back({{"figure", figure},
+                    {"item", c->item.name},
+                    {"kind", c->item.kind},
+                    {"date", c->item.date},
+                    {"price_set", c->item.price_set},
+                    {"chosen_by", c->how}});
+  return {{"used", used}, {"missing", r.missing}, {"notes", r.notes}};
+}
+
+// One line per price used; prices older than kStalePriceMonths today are flagged (PUE is a ratio, not a
+// price, so it does not go stale).
+std::string prices_to_text(const PriceResolution& r) {
+  const auto today = std::chrono::year_month_day(std::chrono::floor<std::chrono::days>(std::chrono::system_clock::now()));
+  const int year = static_cast<int>(today.year());
+  const int month = static_cast<int>(static_cast<unsigned>(today.month()));
+  std::string out;
+  std::vector<std::string> stale;
+  for (const auto& [figure, c] : chosen_prices(r)) {
+    out += fmt::format("  price {:<11} {} ({}, {}, set {})\n", figure, c->item.name, c->item.kind, c->item.date,
+                       c->item.price_set);
+    const int age = hwprofiles::price_age_months(c->item.date, year, month);
+    if (age > kStalePriceMonths && figure != "pue") stale.push_back(fmt::format("{} ({} months)", figure, age));
+  }
+  if (!stale.empty())
+    out += fmt::format("  stale prices    {} older than {} months: quote current ones (docs/cost-model.md)\n",
+                       fmt::join(stale, ", "), kStalePriceMonths);
+  for (const auto& note : r.notes) out += "  note            " + note + "\n";
+  return out;
+}
+
 }  // namespace
 
 Prediction predict_scenario(const Scenario& s, const hwprofiles::ProfileSet& profiles, const PredictOptions& options) {
@@ -50,6 +86,9 @@ Prediction predict_scenario(const Scenario& s, const hwprofiles::ProfileSet& pro
   out.description = s.description;
   sim::ClusterConfig config;
   config.cluster.node = hwprofiles::find_node(profiles, s.node);
+  // Prices first: a bad price name fails before minutes of simulation, not after.
+  out.prices = resolve_prices(s, config.cluster.node, profiles);
+  require_unambiguous(out.prices, s);
   config.cluster.network = hwprofiles::find_network(profiles, s.network.empty() ? config.cluster.node.default_network : s.network);
   config.cluster.nodes = s.nodes;
   if (s.gpus_per_node > 0) {
@@ -154,15 +193,15 @@ Prediction predict_scenario(const Scenario& s, const hwprofiles::ProfileSet& pro
   cost.nodes = s.nodes;
   cost.gpus_per_node = config.cluster.node.gpus_per_node;
   cost.hours = out.time_to_train_seconds / 3600;
-  if (const auto* p = find_price(profiles, s.prices.rental, "rental")) cost.rental = *p;
-  if (const auto* p = find_price(profiles, s.prices.spot, "spot")) cost.spot = *p;
-  if (const auto* p = find_price(profiles, s.prices.purchase, "purchase")) cost.node_purchase_usd = p->usd;
-  else cost.node_purchase_usd = config.cluster.node.purchase_usd;
+  const PriceResolution& prices = out.prices;
+  if (prices.rental) cost.rental = prices.rental->item;
+  if (prices.spot) cost.spot = prices.spot->item;
+  cost.node_purchase_usd = prices.purchase ? prices.purchase->item.usd : 0;
   cost.network_purchase_usd_per_node = s.prices.network_purchase_usd_per_node;
   cost.amortisation_years = s.prices.amortisation_years;
   cost.node_power_watts = config.cluster.node.power_watts;
-  if (const auto* p = find_price(profiles, s.prices.electricity, "electricity")) cost.usd_per_kwh = p->usd;
-  if (const auto* p = find_price(profiles, s.prices.pue, "pue")) cost.pue = p->ratio;
+  if (prices.electricity) cost.usd_per_kwh = prices.electricity->item.usd;
+  if (prices.pue) cost.pue = prices.pue->item.ratio;
   cost.spot_preemption_overhead = s.prices.spot_preemption_overhead;
   out.cost = sim::estimate_cost(cost);
   out.simulator_wall_seconds =
@@ -204,6 +243,7 @@ nlohmann::json prediction_to_json(const Prediction& p) {
                {"purchase_usd", opt(p.cost.purchase_usd)},   {"ownership_usd", opt(p.cost.ownership_usd)},
                {"energy_usd", opt(p.cost.energy_usd)},       {"break_even_days", opt(p.cost.break_even_days)},
                {"rental_basis", p.cost.rental_basis}};
+  j["prices"] = prices_to_json(p.prices);
   nlohmann::json phases = nlohmann::json::array();
   for (const auto& ph : p.phases)
     phases.push_back({{"name", ph.name},
@@ -242,6 +282,7 @@ std::string prediction_to_text(const Prediction& p) {
                        p.cost.energy_usd.value_or(0));
   if (p.cost.break_even_days) out += fmt::format("  break-even      owning beats renting after {:.0f} days of use\n",
                                                  *p.cost.break_even_days);
+  out += prices_to_text(p.prices);
   out += "\n";
   TextTable table({"phase", "seq", "global batch", "micro×accum", "steps", "iter s", "compute s", "exposed comm s",
                    "seq/s", "eff.", "time"});
