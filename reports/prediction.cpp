@@ -64,9 +64,11 @@ std::string prices_to_text(const PriceResolution& r) {
   const int month = static_cast<int>(static_cast<unsigned>(today.month()));
   std::string out;
   std::vector<std::string> stale;
+  bool first = true;
   for (const auto& [figure, c] : chosen_prices(r)) {
-    out += fmt::format("  price {:<11} {} ({}, {}, set {})\n", figure, c->item.name, c->item.kind, c->item.date,
-                       c->item.price_set);
+    out += fmt::format("  {:<16}{:<12}{} ({}, {}, set {})\n", first ? "prices" : "", figure, c->item.name, c->item.kind,
+                       c->item.date, c->item.price_set);
+    first = false;
     const int age = hwprofiles::price_age_months(c->item.date, year, month);
     if (age > kStalePriceMonths && figure != "pue") stale.push_back(fmt::format("{} ({} months)", figure, age));
   }

@@ -162,7 +162,7 @@ TEST_CASE("the shipped price-set scenario predicts with a rental figure") {
   CHECK(j["prices"]["used"][0]["chosen_by"] == "set");
   CHECK(j["prices"]["missing"] == nlohmann::json::array({"spot"}));
   const std::string text = reports::prediction_to_text(p);
-  CHECK(text.find("price rental") != std::string::npos);
+  CHECK(text.find("prices          rental      lambda-h100-sxm-on-demand (on_demand, 2026-05") != std::string::npos);
   CHECK(text.find("no spot price") != std::string::npos);
 }
 
