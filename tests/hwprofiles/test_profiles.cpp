@@ -181,7 +181,7 @@ TEST_CASE("every shipped price item has a kind, a date, a declared price set and
   for (const char* name : {"gcp-t4-on-demand-2020", "aws-p3dn-24xlarge-on-demand", "aws-p3-16xlarge-on-demand",
                            "t4-8x-node-purchase", "dgx-2-purchase-2018", "electricity-us-2020", "pue-typical"})
     CHECK_MESSAGE(set.prices.at(name).price_set == "published-2019-2020", name);
-  CHECK(set.prices.at("aws-p4d-24xlarge-on-demand-2024").price_set == "aws-current");
+  CHECK(set.prices.at("aws-p4d-24xlarge-on-demand-2024").price_set == "aws-2024");
   CHECK(set.prices.at("dgx-a100-purchase-2020").date == "2020-05");
   CHECK(set.prices.at("pue-typical").kind == "energy");
   CHECK(find_node(set, "dgx-h100").purchase_usd == 270000);  // SemiAnalysis estimate (servers-current)

@@ -51,7 +51,7 @@ TEST_CASE("a price set gives the GPU-hour price to a node without an instance pr
   const auto& node = hwprofiles::find_node(profiles(), "dgx-h100");
   const reports::PriceResolution r = resolve_prices(scenario_on("dgx-h100", "lambda-current"), node, profiles());
   REQUIRE(r.rental);
-  CHECK(r.rental->item.name == "lambda-h100-sxm-on-demand");
+  CHECK(r.rental->item.name == "lambda-8x-h100-sxm-on-demand");
   CHECK(r.rental->how == "set");
   // Lambda's set has no spot price: the figure is missing, with a note, not an error.
   CHECK_FALSE(r.spot);
@@ -84,7 +84,11 @@ TEST_CASE("a price set prefers the node's instance price to its GPU's") {
   // The shipped AWS set: p4d's own on-demand instance price.
   const auto& shipped_p4d = hwprofiles::find_node(profiles(), "p4d-24xlarge");
   const auto aws = resolve_prices(scenario_on("p4d-24xlarge", "aws-current"), shipped_p4d, profiles());
-  CHECK(aws.rental->item.name == "aws-p4d-24xlarge-on-demand-2024");
+  CHECK(aws.rental->item.name == "aws-p4d-24xlarge-on-demand-2026");
+  // ... and a DGX A100 (same A100 40GB GPUs) the set's per-GPU price.
+  const auto& shipped_dgx = hwprofiles::find_node(profiles(), "dgx-a100");
+  CHECK(resolve_prices(scenario_on("dgx-a100", "aws-current"), shipped_dgx, profiles()).rental->item.name ==
+        "aws-p4d-24xlarge-on-demand-per-gpu");
 }
 
 TEST_CASE("two matching prices in a set are reported as ambiguous; predict refuses them") {
@@ -113,7 +117,7 @@ TEST_CASE("a named price for another node or GPU is an error naming both") {
                        has("'prices.rental': price 'aws-p3dn-24xlarge-on-demand' applies to node 'p3dn-24xlarge', "
                            "but the scenario's node is 't4-8x-pcie'"),
                        core::InputError);
-  s.prices.rental = "lambda-h100-sxm-on-demand";
+  s.prices.rental = "lambda-8x-h100-sxm-on-demand";
   CHECK_THROWS_WITH_AS(resolve_prices(s, t4, profiles()),
                        has("applies to GPU 'h100-sxm', but the scenario's node 't4-8x-pcie' has GPU 't4'"),
                        core::InputError);
@@ -132,7 +136,7 @@ TEST_CASE("named prices win over the set; an unknown set is an error") {
   CHECK(resolve_prices(s, node, profiles()).rental->item.name == "lambda-h100-sxm-reserved");
   s.prices.set = "cloud-2099";
   CHECK_THROWS_WITH_AS(resolve_prices(s, node, profiles()),
-                       has("'prices.set': unknown price set 'cloud-2099' (expected one of: aws-current"),
+                       has("'prices.set': unknown price set 'cloud-2099' (expected one of: aws-2024, aws-current"),
                        core::InputError);
 }
 
@@ -153,16 +157,16 @@ TEST_CASE("the shipped price-set scenario predicts with a rental figure") {
       reports::predict_scenario(reports::load_scenario("bert-large-h100-cloud-2026"), profiles());
   REQUIRE(p.cost.rental_usd);
   // Rental = GPUs x hours x Lambda's per-GPU-hour price.
-  CHECK(*p.cost.rental_usd == doctest::Approx(64 * p.time_to_train_seconds / 3600 * 3.78).epsilon(1e-9));
+  CHECK(*p.cost.rental_usd == doctest::Approx(64 * p.time_to_train_seconds / 3600 * 3.99).epsilon(1e-9));
   CHECK_FALSE(p.cost.spot_usd);
   CHECK(p.cost.purchase_usd);
   const nlohmann::json j = reports::prediction_to_json(p);
-  CHECK(j["prices"]["used"][0]["item"] == "lambda-h100-sxm-on-demand");
-  CHECK(j["prices"]["used"][0]["date"] == "2026-05");
+  CHECK(j["prices"]["used"][0]["item"] == "lambda-8x-h100-sxm-on-demand");
+  CHECK(j["prices"]["used"][0]["date"] == "2026-09");
   CHECK(j["prices"]["used"][0]["chosen_by"] == "set");
   CHECK(j["prices"]["missing"] == nlohmann::json::array({"spot"}));
   const std::string text = reports::prediction_to_text(p);
-  CHECK(text.find("prices          rental      lambda-h100-sxm-on-demand (on_demand, 2026-05") != std::string::npos);
+  CHECK(text.find("prices          rental      lambda-8x-h100-sxm-on-demand (on_demand, 2026-09") != std::string::npos);
   CHECK(text.find("no spot price") != std::string::npos);
 }
 
