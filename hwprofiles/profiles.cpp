@@ -259,14 +259,64 @@ NetworkProfile load_network_profile(const std::string& path) {
   return n;
 }
 
-std::vector<PriceItem> load_price_file(const std::string& path) {
+namespace {
+
+// The kinds an item in `unit` may have: hourly prices are paid on demand, on spot or reserved; a purchase
+// is a purchase; electricity and PUE are the energy side of ownership.
+std::vector<std::string> kinds_for_unit(const std::string& unit) {
+  if (unit == "gpu_hour" || unit == "instance_hour") return {"on_demand", "spot", "reserved"};
+  if (unit == "purchase") return {"purchase"};
+  return {"energy"};
+}
+
+// "YYYY-MM" or "YYYY": when the price was observed (a month is required where the source gives one).
+void check_price_date(JsonReader& p, const std::string& date) {
+  auto digits = [&](size_t from, size_t count) {
+    for (size_t i = from; i < from + count; ++i)
+      if (i >= date.size() || date[i] < '0' || date[i] > '9') return false;
+    return true;
+  };
+  bool ok = (date.size() == 4 || (date.size() == 7 && date[4] == '-' && digits(5, 2))) && digits(0, 4);
+  if (ok) {
+    const int year = std::stoi(date.substr(0, 4));
+    const int month = date.size() == 7 ? std::stoi(date.substr(5, 2)) : 1;
+    ok = year >= 1990 && year <= 2100 && month >= 1 && month <= 12;
+  }
+  if (!ok) p.fail("date", fmt::format("\"YYYY-MM\" (or \"YYYY\" when the source gives no month), got \"{}\"", date));
+}
+
+}  // namespace
+
+const std::vector<std::string>& price_kinds() {
+  static const std::vector<std::string> kinds = {"on_demand", "spot", "reserved", "purchase", "energy"};
+  return kinds;
+}
+
+int price_age_months(const std::string& date, int now_year, int now_month) {
+  const int year = std::stoi(date.substr(0, 4));
+  const int month = date.size() >= 7 ? std::stoi(date.substr(5, 2)) : 1;
+  return (now_year - year) * 12 + (now_month - month);
+}
+
+PriceFile read_price_file(const std::string& path) {
   const Json json = core::load_json_file(path);
   JsonReader r(json, path);
   r.get_string("comment", "");
+  PriceFile file;
+  if (r.has("price_sets")) {
+    const Json& sets = r.raw("price_sets");
+    if (!sets.is_object() || sets.empty())
+      r.fail("price_sets", "an object mapping each price set's name to a description");
+    for (auto it = sets.begin(); it != sets.end(); ++it) {
+      check_profile_name(path + " price_sets." + it.key(), it.key());
+      if (!it.value().is_string() || it.value().get<std::string>().empty())
+        r.fail("price_sets." + it.key(), "a non-empty description of the price set");
+      file.price_sets[it.key()] = it.value().get<std::string>();
+    }
+  }
   const Json& items = r.raw("items");
   if (!items.is_array() || items.empty()) r.fail("items", "a non-empty array of price items");
   r.finish();
-  std::vector<PriceItem> prices;
   for (size_t i = 0; i < items.size(); ++i) {
     JsonReader p(items[i], path, fmt::format("items[{}]", i));
     PriceItem item;
@@ -287,14 +337,26 @@ std::vector<PriceItem> load_price_file(const std::string& path) {
     } else if (p.has("applies_to")) {
       p.fail("applies_to", fmt::format("no 'applies_to' for unit '{}' (it applies to the whole site)", item.unit));
     }
+    item.kind = p.require_enum("kind", price_kinds());
+    const std::vector<std::string> allowed = kinds_for_unit(item.unit);
+    if (std::find(allowed.begin(), allowed.end(), item.kind) == allowed.end())
+      p.fail("kind", fmt::format("one of [{}] for unit '{}', got \"{}\"", fmt::join(allowed, ", "), item.unit,
+                                 item.kind));
+    item.date = p.require_string("date");
+    check_price_date(p, item.date);
+    // Whether the set is declared is checked by load_profiles: declarations may sit in another file.
+    item.price_set = p.require_string("price_set");
+    if (item.price_set.empty()) p.fail("price_set", "the name of a price set declared under 'price_sets'");
     item.source = p.require_string("source");
     if (item.source.empty()) p.fail("source", "a non-empty source (price list, paper, or 'assumption: …')");
     p.get_string("comment", "");
     p.finish();
-    prices.push_back(std::move(item));
+    file.items.push_back(std::move(item));
   }
-  return prices;
+  return file;
 }
+
+std::vector<PriceItem> load_price_file(const std::string& path) { return read_price_file(path).items; }
 
 // ---------------------------------------------------------------- the whole directory
 
@@ -348,11 +410,30 @@ ProfileSet load_profiles(const std::string& directory) {
           n.default_network, (root / "networks").string(), join_names(names_of(set.networks))));
     set.nodes.emplace(n.name, std::move(n));
   }
+  // Sets first, from every file, so that an item may use a set another file declares.
+  std::map<std::string, PriceFile> price_files;
+  std::map<std::string, std::string> set_file;  // price set -> file that declares it
   for (const auto& path : json_files_in(root / "prices")) {
-    std::vector<PriceItem> items = load_price_file(path);
+    PriceFile file = read_price_file(path);
+    for (const auto& [name, description] : file.price_sets) {
+      auto [it, inserted] = set_file.emplace(name, path);
+      if (!inserted)
+        throw InputError(fmt::format("{}: field 'price_sets.{}': price set '{}' is already declared by {} "
+                                     "(declare each set once)",
+                                     path, name, name, it->second));
+      set.price_sets[name] = description;
+    }
+    price_files.emplace(path, std::move(file));
+  }
+  for (auto& [path, file] : price_files) {
+    std::vector<PriceItem>& items = file.items;
     for (size_t i = 0; i < items.size(); ++i) {
       PriceItem& item = items[i];
       claim(item.name, path);
+      if (!set.price_sets.count(item.price_set))
+        throw InputError(fmt::format("{}: field 'items[{}].price_set': unknown price set '{}' (declared in {}: {})",
+                                     path, i, item.price_set, (root / "prices").string(),
+                                     join_names(names_of(set.price_sets))));
       const std::string field = fmt::format("items[{}].applies_to", i);
       if (item.unit == "gpu_hour" && !set.gpus.count(item.applies_to))
         throw InputError(fmt::format("{}: field '{}': unknown GPU profile '{}' (a gpu_hour price applies to a GPU; "

@@ -81,7 +81,20 @@ struct PriceItem {
   double usd = 0;                          // USD per `unit` (0 for "pue")
   double ratio = 0;                        // unit "pue" only: facility power / IT power (>= 1)
   std::string applies_to;                  // gpu or node profile name ("" for kwh, pue)
+  // How the price is paid: "on_demand", "spot", "reserved" (hourly units), "purchase", "energy" (kwh, pue).
+  std::string kind;
+  std::string date;                        // when the price was observed: "YYYY-MM", or "YYYY" (month unknown)
+  std::string price_set;                   // a set declared under "price_sets" in some prices/*.json
   std::string source;
+};
+
+// The kinds a price item may have, in the order docs/hwprofiles.md lists them.
+const std::vector<std::string>& price_kinds();
+
+// One prices/*.json file: its items and the price sets it declares (name -> description).
+struct PriceFile {
+  std::vector<PriceItem> items;
+  std::map<std::string, std::string> price_sets;
 };
 
 struct ProfileSet {
@@ -89,7 +102,11 @@ struct ProfileSet {
   std::map<std::string, NodeProfile> nodes;
   std::map<std::string, NetworkProfile> networks;
   std::map<std::string, PriceItem> prices;
+  std::map<std::string, std::string> price_sets;  // name -> description, from every prices/*.json
 };
+
+// Months since the start of `date` ("YYYY-MM", or "YYYY" counted from its January) at year/month `now`.
+int price_age_months(const std::string& date, int now_year, int now_month);
 
 // Loads and validates every profile under `directory` (default: hwprofiles_directory()).
 // Throws core::InputError naming the file and field for malformed or inconsistent profiles.
@@ -102,6 +119,7 @@ GpuProfile load_gpu_profile(const std::string& path);
 NodeProfile load_node_profile(const std::string& path);
 NetworkProfile load_network_profile(const std::string& path);
 std::vector<PriceItem> load_price_file(const std::string& path);
+PriceFile read_price_file(const std::string& path);  // items and the sets the file declares
 
 const GpuProfile& find_gpu(const ProfileSet& set, const std::string& name);       // InputError lists names
 const NodeProfile& find_node(const ProfileSet& set, const std::string& name);

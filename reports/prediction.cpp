@@ -17,19 +17,6 @@
 namespace ptsim::reports {
 namespace {
 
-const hwprofiles::PriceItem* find_price(const hwprofiles::ProfileSet& profiles, const std::string& name,
-                                        const std::string& field) {
-  if (name.empty()) return nullptr;
-  auto it = profiles.prices.find(name);
-  if (it == profiles.prices.end()) {
-    std::vector<std::string> names;
-    for (const auto& [n, _] : profiles.prices) names.push_back(n);
-    throw core::InputError(fmt::format("scenario field 'prices.{}': unknown price '{}' (expected one of: {})", field,
-                                       name, fmt::join(names, ", ")));
-  }
-  return &it->second;
-}
-
 // Hardware FLOPs (including recomputation) of one optimizer step's micro-steps.
 double hardware_flops_per_step(const models::TaskGraph& g) {
   return g.micro_step_flops() * static_cast<double>(g.micro_steps);
@@ -40,6 +27,57 @@ std::string hours_text(double seconds) {
   if (seconds >= 2 * 3600) return fmt::format("{:.2f} h", seconds / 3600);
   if (seconds >= 120) return fmt::format("{:.1f} min", seconds / 60);
   return fmt::format("{:.2f} s", seconds);
+}
+
+// The figures a resolution chose, in a fixed order, with their names for people and JSON.
+std::vector<std::pair<std::string, const ChosenPrice*>> chosen_prices(const PriceResolution& r) {
+  std::vector<std::pair<std::string, const ChosenPrice*>> out;
+  auto add = [&](const char* figure, const std::optional<ChosenPrice>& c) {
+    if (c) out.emplace_back(figure, &*c);
+  };
+  add("rental", r.rental);
+  add("spot", r.spot);
+  add("purchase", r.purchase);
+  add("electricity", r.electricity);
+  add("pue", r.pue);
+  return out;
+}
+
+// Dates, sets and kinds are data, so the JSON stays deterministic; the age of a price depends on today
+// and is only in the text report.
+nlohmann::json prices_to_json(const PriceResolution& r) {
+  nlohmann::json used = nlohmann::json::array();
+  for (const auto& [figure, c] : chosen_prices(r))
+    used.push_back({{"figure", figure},
+                    {"item", c->item.name},
+                    {"kind", c->item.kind},
+                    {"date", c->item.date},
+                    {"price_set", c->item.price_set},
+                    {"chosen_by", c->how}});
+  return {{"used", used}, {"missing", r.missing}, {"notes", r.notes}};
+}
+
+// One line per price used; prices older than kStalePriceMonths today are flagged (PUE is a ratio, not a
+// price, so it does not go stale).
+std::string prices_to_text(const PriceResolution& r) {
+  const auto today = std::chrono::year_month_day(std::chrono::floor<std::chrono::days>(std::chrono::system_clock::now()));
+  const int year = static_cast<int>(today.year());
+  const int month = static_cast<int>(static_cast<unsigned>(today.month()));
+  std::string out;
+  std::vector<std::string> stale;
+  bool first = true;
+  for (const auto& [figure, c] : chosen_prices(r)) {
+    out += fmt::format("  {:<16}{:<12}{} ({}, {}, set {})\n", first ? "prices" : "", figure, c->item.name, c->item.kind,
+                       c->item.date, c->item.price_set);
+    first = false;
+    const int age = hwprofiles::price_age_months(c->item.date, year, month);
+    if (age > kStalePriceMonths && figure != "pue") stale.push_back(fmt::format("{} ({} months)", figure, age));
+  }
+  if (!stale.empty())
+    out += fmt::format("  stale prices    {} older than {} months: quote current ones (docs/cost-model.md)\n",
+                       fmt::join(stale, ", "), kStalePriceMonths);
+  for (const auto& note : r.notes) out += "  note            " + note + "\n";
+  return out;
 }
 
 }  // namespace
@@ -168,21 +206,20 @@ double phase_overhead_seconds(const Overheads& o, int64_t steps) {
   return seconds;
 }
 
-sim::CostEstimate predict_cost(const Scenario& s, const sim::ClusterConfig& config,
-                               const hwprofiles::ProfileSet& profiles, double hours) {
+sim::CostEstimate predict_cost(const Scenario& s, const sim::ClusterConfig& config, const PriceResolution& prices,
+                               double hours) {
   sim::CostInputs cost;
   cost.nodes = s.nodes;
   cost.gpus_per_node = config.cluster.node.gpus_per_node;
   cost.hours = hours;
-  if (const auto* p = find_price(profiles, s.prices.rental, "rental")) cost.rental = *p;
-  if (const auto* p = find_price(profiles, s.prices.spot, "spot")) cost.spot = *p;
-  if (const auto* p = find_price(profiles, s.prices.purchase, "purchase")) cost.node_purchase_usd = p->usd;
-  else cost.node_purchase_usd = config.cluster.node.purchase_usd;
+  if (prices.rental) cost.rental = prices.rental->item;
+  if (prices.spot) cost.spot = prices.spot->item;
+  cost.node_purchase_usd = prices.purchase ? prices.purchase->item.usd : 0;
   cost.network_purchase_usd_per_node = s.prices.network_purchase_usd_per_node;
   cost.amortisation_years = s.prices.amortisation_years;
   cost.node_power_watts = config.cluster.node.power_watts;
-  if (const auto* p = find_price(profiles, s.prices.electricity, "electricity")) cost.usd_per_kwh = p->usd;
-  if (const auto* p = find_price(profiles, s.prices.pue, "pue")) cost.pue = p->ratio;
+  if (prices.electricity) cost.usd_per_kwh = prices.electricity->item.usd;
+  if (prices.pue) cost.pue = prices.pue->item.ratio;
   cost.spot_preemption_overhead = s.prices.spot_preemption_overhead;
   return sim::estimate_cost(cost);
 }
@@ -196,6 +233,9 @@ Prediction predict_scenario(const Scenario& s, const hwprofiles::ProfileSet& pro
   Prediction out;
   out.scenario = s.name;
   out.description = s.description;
+  // Prices first: a bad price name fails before minutes of simulation, not after.
+  out.prices = resolve_prices(s, hwprofiles::find_node(profiles, s.node), profiles);
+  require_unambiguous(out.prices, s);
   const sim::ClusterConfig config = resolve_cluster(s, profiles);
   out.gpus = config.gpu_count();
   out.gpu = config.gpu.name;
@@ -223,7 +263,7 @@ Prediction predict_scenario(const Scenario& s, const hwprofiles::ProfileSet& pro
   out.tflops_per_gpu = out.training_seconds > 0 ? weighted_tflops / out.training_seconds : 0;
   out.cluster_pflops = out.tflops_per_gpu * out.gpus / 1e3;
   if (all_efficiencies && out.training_seconds > 0) out.scaling_efficiency = weighted_efficiency / out.training_seconds;
-  out.cost = predict_cost(s, config, profiles, out.time_to_train_seconds / 3600);
+  out.cost = predict_cost(s, config, out.prices, out.time_to_train_seconds / 3600);
   out.simulator_wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return out;
@@ -263,6 +303,7 @@ nlohmann::json prediction_to_json(const Prediction& p) {
                {"purchase_usd", opt(p.cost.purchase_usd)},   {"ownership_usd", opt(p.cost.ownership_usd)},
                {"energy_usd", opt(p.cost.energy_usd)},       {"break_even_days", opt(p.cost.break_even_days)},
                {"rental_basis", p.cost.rental_basis}};
+  j["prices"] = prices_to_json(p.prices);
   nlohmann::json phases = nlohmann::json::array();
   for (const auto& ph : p.phases)
     phases.push_back({{"name", ph.name},
@@ -301,6 +342,7 @@ std::string prediction_to_text(const Prediction& p) {
                        p.cost.energy_usd.value_or(0));
   if (p.cost.break_even_days) out += fmt::format("  break-even      owning beats renting after {:.0f} days of use\n",
                                                  *p.cost.break_even_days);
+  out += prices_to_text(p.prices);
   out += "\n";
   TextTable table({"phase", "seq", "global batch", "micro×accum", "steps", "iter s", "compute s", "exposed comm s",
                    "seq/s", "eff.", "time"});

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "hwprofiles/profiles.hpp"
+#include "reports/price_resolution.hpp"
 #include "reports/scenario.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/step_simulator.hpp"
@@ -40,6 +41,7 @@ struct Prediction {
   double cluster_pflops = 0;
   double memory_per_gpu_bytes = 0;             // the largest over phases
   sim::CostEstimate cost;
+  PriceResolution prices;                      // the items behind `cost`, and the figures no price was found for
   std::vector<PhasePrediction> phases;
   double simulator_wall_seconds = 0;
   nlohmann::json trace;                        // Chrome trace of one iteration of the first phase (record_trace)
@@ -73,5 +75,8 @@ std::optional<double> metric_value(const Prediction& p, const PublishedTarget& t
 
 nlohmann::json prediction_to_json(const Prediction& p);
 std::string prediction_to_text(const Prediction& p);
+
+// Prices older than this many months are flagged in the text report (docs/cost-model.md).
+inline constexpr int kStalePriceMonths = 12;
 
 }  // namespace ptsim::reports

@@ -149,6 +149,7 @@ Scenario parse_scenario(const Json& json, const std::string& source) {
   }
   if (r.has("prices")) {
     JsonReader p = r.child("prices");
+    s.prices.set = p.get_string("set", "");
     s.prices.rental = p.get_string("rental", "");
     s.prices.spot = p.get_string("spot", "");
     s.prices.purchase = p.get_string("purchase", "");

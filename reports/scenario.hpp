@@ -34,7 +34,8 @@ struct Overheads {
 };
 
 struct PriceChoice {
-  std::string rental;             // price item names in hwprofiles/prices ("" = none)
+  std::string set;                // a price set: fills rental, spot, purchase not named (reports/price_resolution)
+  std::string rental;             // price item names in hwprofiles/prices ("" = none, or from `set`)
   std::string spot;
   std::string purchase;           // "" = the node's purchase price if one is listed
   double network_purchase_usd_per_node = 0;

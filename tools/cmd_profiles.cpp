@@ -88,6 +88,9 @@ Json price_json(const PriceItem& p) {
   Json j{{"kind", "price"}, {"name", p.name}, {"unit", p.unit}, {"usd", p.usd}};
   if (p.unit == "pue") j["ratio"] = p.ratio;
   j["applies_to"] = p.applies_to;
+  j["price_kind"] = p.kind;  // "kind" already says what sort of profile this is
+  j["date"] = p.date;
+  j["price_set"] = p.price_set;
   j["source"] = p.source;
   return j;
 }
@@ -192,6 +195,9 @@ void show_price(const PriceItem& p, const std::string& dir) {
       {"unit", p.unit, ""},
       {p.unit == "pue" ? "ratio" : "usd", p.unit == "pue" ? fmt_num(p.ratio) : fmt_usd_exact(p.usd), "price"},
       {"applies_to", p.applies_to.empty() ? std::string("(site)") : p.applies_to, ""},
+      {"kind", p.kind, ""},
+      {"date", p.date, ""},
+      {"price_set", p.price_set, ""},
   };
   print_rows(rows, sources);
 }
@@ -223,10 +229,12 @@ void list_table(const ProfileSet& set, const std::string& dir) {
                to_string(n.transport), fmt_num(n.achieved_fraction), fmt_num(n.latency_seconds * 1e6),
                n.description);
   fmt::print("\nPrices ({}/prices)\n", dir);
-  fmt::print("  {:<32} {:>10} {:<14} {}\n", "name", "price", "unit", "applies to");
+  fmt::print("  {:<40} {:>10} {:<14} {:<15} {:<10} {:<8} {}\n", "name", "price", "unit", "applies to", "kind",
+             "date", "price set");
   for (const auto& [name, p] : set.prices)
-    fmt::print("  {:<32} {:>10} {:<14} {}\n", name, p.unit == "pue" ? fmt_num(p.ratio) : fmt_usd_exact(p.usd),
-               p.unit, p.applies_to.empty() ? std::string("(site)") : p.applies_to);
+    fmt::print("  {:<40} {:>10} {:<14} {:<15} {:<10} {:<8} {}\n", name,
+               p.unit == "pue" ? fmt_num(p.ratio) : fmt_usd_exact(p.usd), p.unit,
+               p.applies_to.empty() ? std::string("(site)") : p.applies_to, p.kind, p.date, p.price_set);
 }
 
 Json list_json(const ProfileSet& set, const std::string& dir) {

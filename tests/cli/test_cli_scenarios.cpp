@@ -80,3 +80,22 @@ TEST_CASE("validate prints every published target with its error") {
   CHECK(table.output.find("dgx-superpod-47min") != std::string::npos);
   CHECK(table.output.find("known gap") != std::string::npos);
 }
+
+TEST_CASE("price sets and price errors through the binary (docs/cost-model.md)") {
+  auto r = run_ptsim("predict --scenario bert-large-h100-cloud-2026 --set prices.set=gcp-current --format json");
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.output);
+  CHECK(j["cost"]["rental_usd"].get<double>() > 0);
+  CHECK(j["cost"]["spot_usd"].get<double>() > 0);  // Google's set has an H100 spot price
+  CHECK(j["prices"]["used"][0]["price_set"] == "gcp-current");
+  auto mismatch = run_ptsim("predict --scenario t4-academic-cluster --set prices.rental=aws-p3dn-24xlarge-on-demand");
+  CHECK(mismatch.exit_code == 2);
+  CHECK(mismatch.output.find("applies to node 'p3dn-24xlarge', but the scenario's node is 't4-8x-pcie'") !=
+        std::string::npos);
+  auto unknown = run_ptsim("predict --scenario bert-large-h100-cloud-2026 --set prices.set=cloud-2099");
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.output.find("unknown price set 'cloud-2099'") != std::string::npos);
+  auto ambiguous = run_ptsim("predict --scenario t4-academic-cluster --set prices.rental=\\\"\\\" --set prices.set=published-2019-2020");
+  CHECK(ambiguous.exit_code == 2);
+  CHECK(ambiguous.output.find("gcp-t4-on-demand-list-2020") != std::string::npos);
+}

@@ -3,6 +3,7 @@
 // inconsistent profiles fail with an InputError naming the file and the field.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -164,6 +165,66 @@ TEST_CASE("prices match REFERENCE.md (Prices table and validation targets)") {
   CHECK(set.prices.at("electricity-us-2020").unit == "kwh");
   CHECK(set.prices.at("electricity-us-2020").source.rfind("assumption:", 0) == 0);
   CHECK(set.prices.at("pue-typical").ratio >= 1.0);
+}
+
+TEST_CASE("every shipped price item has a kind, a date, a declared price set and a source") {
+  const ProfileSet set = load_profiles();
+  CHECK(set.price_sets.count("published-2019-2020") == 1);
+  for (const auto& [name, p] : set.prices) {
+    CAPTURE(name);
+    CHECK(std::find(price_kinds().begin(), price_kinds().end(), p.kind) != price_kinds().end());
+    CHECK((p.date.size() == 4 || p.date.size() == 7));
+    CHECK(set.price_sets.count(p.price_set) == 1);
+    CHECK(!p.source.empty());
+  }
+  // The published scenarios' prices keep their set; current prices sit in provider sets.
+  for (const char* name : {"gcp-t4-on-demand-2020", "aws-p3dn-24xlarge-on-demand", "aws-p3-16xlarge-on-demand",
+                           "t4-8x-node-purchase", "dgx-2-purchase-2018", "electricity-us-2020", "pue-typical"})
+    CHECK_MESSAGE(set.prices.at(name).price_set == "published-2019-2020", name);
+  CHECK(set.prices.at("aws-p4d-24xlarge-on-demand-2024").price_set == "aws-2024");
+  CHECK(set.prices.at("dgx-a100-purchase-2020").date == "2020-05");
+  CHECK(set.prices.at("pue-typical").kind == "energy");
+  CHECK(find_node(set, "dgx-h100").purchase_usd == 270000);  // SemiAnalysis estimate (servers-current)
+}
+
+TEST_CASE("price ages count months from the observation date") {
+  CHECK(price_age_months("2026-05", 2026, 12) == 7);
+  CHECK(price_age_months("2020", 2026, 12) == 83);  // a year alone counts from its January
+  CHECK(price_age_months("2019-12", 2020, 1) == 1);
+}
+
+TEST_CASE("malformed price kinds, dates and sets name the file and the field") {
+  ScratchProfiles scratch;
+  SUBCASE("unknown kind") {
+    std::string file = scratch.edit("prices/cloud.json", [](Json& j) { j["items"][0]["kind"] = "bargain"; });
+    CHECK_THROWS_WITH_AS(load_price_file(file), has(file + ": field 'items[0].kind'"), InputError);
+  }
+  SUBCASE("kind that does not fit the unit") {
+    std::string file = scratch.edit("prices/cloud.json", [](Json& j) { j["items"][0]["kind"] = "purchase"; });
+    CHECK_THROWS_WITH_AS(load_price_file(file), has("one of [on_demand, spot, reserved] for unit 'gpu_hour'"),
+                         InputError);
+  }
+  SUBCASE("missing kind") {
+    std::string file = scratch.edit("prices/cloud.json", [](Json& j) { j["items"][1].erase("kind"); });
+    CHECK_THROWS_WITH_AS(load_price_file(file), has(file + ": field 'items[1].kind' is missing"), InputError);
+  }
+  SUBCASE("malformed dates") {
+    for (const char* bad : {"2020-13", "20-01", "2020/01", "2020-1", "last year"}) {
+      CAPTURE(bad);
+      std::string file = scratch.edit("prices/cloud.json", [&](Json& j) { j["items"][0]["date"] = bad; });
+      CHECK_THROWS_WITH_AS(load_price_file(file), has(file + ": field 'items[0].date'"), InputError);
+    }
+  }
+  SUBCASE("undeclared price set") {
+    std::string file = scratch.edit("prices/cloud.json", [](Json& j) { j["items"][1]["price_set"] = "cloud-2099"; });
+    CHECK_THROWS_WITH_AS(load_profiles(scratch.dir()),
+                         has(file + ": field 'items[1].price_set': unknown price set 'cloud-2099'"), InputError);
+  }
+  SUBCASE("a set declared twice") {
+    scratch.edit("prices/electricity.json", [](Json& j) { j["price_sets"] = {{"published-2019-2020", "again"}}; });
+    CHECK_THROWS_WITH_AS(load_profiles(scratch.dir()), has("price set 'published-2019-2020' is already declared"),
+                         InputError);
+  }
 }
 
 TEST_CASE("units are converted to SI") {
