@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "core/error.hpp"
@@ -74,7 +75,8 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }  // namespace
 
 std::string save_checkpoint(const std::string& dir, int64_t step, std::span<const CheckpointTensorView> tensors,
-                            const OptimizerState& optimizer, const Json& extra) {
+                            const OptimizerState& optimizer, const Json& extra,
+                            std::span<const CheckpointExtraFile> extra_files) {
   if (step < 0) throw InputError(fmt::format("save_checkpoint: step must be >= 0, got {}", step));
   if (!extra.is_object()) throw InputError("save_checkpoint: the extra state must be a JSON object");
   std::error_code ec;
@@ -117,6 +119,12 @@ std::string save_checkpoint(const std::string& dir, int64_t step, std::span<cons
                   {kOptimizerFile, file_checksum((temp_dir / kOptimizerFile).string())}}},
                 {"extra", extra}};
   write_file_atomic((temp_dir / kStateFile).string(), state.dump(2) + "\n");
+  for (const CheckpointExtraFile& f : extra_files) {
+    if (f.name.empty() || f.name.find('/') != std::string::npos || f.name == kModelFile || f.name == kOptimizerFile ||
+        f.name == kStateFile)
+      throw std::logic_error(fmt::format("save_checkpoint: '{}' cannot be an extra file", f.name));
+    write_file_atomic((temp_dir / f.name).string(), f.text);
+  }
   fsync_directory(temp_dir.string());
 
   // 4. Publish: rename the complete directory into place (replacing an older copy of the same step).

@@ -54,11 +54,19 @@ struct Checkpoint {
 
 inline constexpr const char* kCheckpointFormat = "ptsim-checkpoint-v1";
 
+// A further file of the step directory, written into it before it is published (e.g. the trainer's
+// HuggingFace config.json), so the directory appears complete or not at all.
+struct CheckpointExtraFile {
+  std::string name;  // a plain file name, not model/optimizer/state
+  std::string text;
+};
+
 // Write DIR/step_<step> (creating DIR if needed) and point DIR/latest at it; returns the step directory.
 // An existing DIR/step_<step> is replaced. `extra` must be a JSON object (rng, data position, lr schedule
 // ...). Throws core::InputError on an I/O failure or duplicate tensor names.
 std::string save_checkpoint(const std::string& dir, int64_t step, std::span<const CheckpointTensorView> tensors,
-                            const OptimizerState& optimizer, const core::Json& extra);
+                            const OptimizerState& optimizer, const core::Json& extra,
+                            std::span<const CheckpointExtraFile> extra_files = {});
 
 // Read one step directory; every file is validated (InputError naming the file and the tensor/field),
 // including its checksum in state.json (a flipped bit anywhere in a file is caught).

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 
@@ -243,10 +244,14 @@ class Trainer {
 
     // The executor allocates its buffers as models::plan_memory lays them out (weights, gradients, optimizer
     // moments, inputs, the activation arena): check that total against the machine before allocating.
+    // Ranks that share this machine (mpirun sets OMPI_COMM_WORLD_LOCAL_SIZE) each allocate as much.
     const models::MemoryPlan plan = models::plan_memory(*graph_);
+    int local_ranks = 1;
+    if (const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); s && world_ > 1) local_ranks = std::max(1, std::atoi(s));
     core::require_available_memory(
-        plan.total_bytes(),
-        fmt::format("ptsim train: {} at micro-batch {} × seq {}", graph_->model.name, c_.micro_batch, dataset_->seq_len()),
+        plan.total_bytes() * local_ranks,
+        fmt::format("ptsim train: {} at micro-batch {} × seq {}{}", graph_->model.name, c_.micro_batch,
+                    dataset_->seq_len(), local_ranks > 1 ? fmt::format(" × {} ranks on this machine", local_ranks) : ""),
         "use a smaller --micro-batch (with --grad-accum for the same global batch) or a smaller model");
 
     ExecutorOptions eo;
@@ -422,8 +427,8 @@ class Trainer {
                     {"dropout_rng", "hash(seed, step, micro_step, op stream): no state to save"},
                     {"elapsed_seconds", elapsed_before_ + seconds_between(t_start_, Clock::now())},
                     {"last_loss", last_loss_}};
-      const std::string dir = save_checkpoint(c_.checkpoint_dir, step, views, optimizer_->save_state(), extra);
-      write_file_atomic((fs::path(dir) / "config.json").string(), hf_bert_config(graph_->model).dump(2) + "\n");
+      const CheckpointExtraFile config[] = {{"config.json", hf_bert_config(graph_->model).dump(2) + "\n"}};
+      const std::string dir = save_checkpoint(c_.checkpoint_dir, step, views, optimizer_->save_state(), extra, config);
       summary_.checkpoint = dir;
       if (progress_) fmt::print(progress_, "checkpoint {}\n", dir);
     }
@@ -535,9 +540,13 @@ class Trainer {
       if (step == start_step_) {
         first_step_op_seconds = executor_->op_seconds();
         executor_->reset_timers();
+        completed_op_seconds_.assign(first_step_op_seconds.size(), 0.0);
       } else {
         measured_seconds += step_seconds;
         ++measured_steps;
+        // The timers as of this completed step: a step abandoned later adds its partial ops to the
+        // executor's timers, which must not reach --op-times.
+        if (!c_.op_times_path.empty()) completed_op_seconds_ = executor_->op_seconds();
       }
       const double elapsed = elapsed_before_ + seconds_between(t_start_, t1);
       const double rate_seconds = measured_steps > 0 ? measured_seconds / static_cast<double>(measured_steps) : step_seconds;
@@ -586,7 +595,7 @@ class Trainer {
   }
 
   void write_op_times(const std::vector<double>& first_step, int64_t measured_steps) {
-    std::vector<double> per_step = measured_steps > 0 ? executor_->op_seconds() : first_step;
+    std::vector<double> per_step = measured_steps > 0 ? completed_op_seconds_ : first_step;
     const double n = measured_steps > 0 ? static_cast<double>(measured_steps) : 1.0;
     for (double& s : per_step) s /= n;
     OpTimesInfo info;
@@ -621,7 +630,8 @@ class Trainer {
   int nsp_tensor_ = -1;
   int64_t start_step_ = 1;
   int64_t last_checkpoint_step_ = -1;
-  int64_t abandoned_step_ = 0;  // > 0: the step a stop request cut short (nothing of it was kept)
+  int64_t abandoned_step_ = 0;
+  std::vector<double> completed_op_seconds_;  // executor op timers after the last completed measured step  // > 0: the step a stop request cut short (nothing of it was kept)
   double elapsed_before_ = 0;
   double last_loss_ = 0;
   Clock::time_point t_start_ = Clock::now();
