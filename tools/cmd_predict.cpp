@@ -147,6 +147,9 @@ int run_predict_command(int argc, char** argv) {
   if (!scenario_name.empty() && !node_name.empty())
     throw core::InputError("give either --scenario or --node (a cluster from flags), not both");
 
+  // Output targets are checked before the prediction runs (core/atomic_file.hpp writes them at the end).
+  if (!trace_path.empty()) (void)core::writable_target(trace_path, "--trace");
+  if (!op_times_path.empty()) (void)core::writable_target(op_times_path, "--op-times");
   hwprofiles::ProfileSet profiles =
       profiles_dir.empty() ? hwprofiles::load_profiles() : hwprofiles::load_profiles(profiles_dir);
   if (!op_times_path.empty() && gpu_name.empty())
