@@ -84,6 +84,9 @@ AtomicFileWriter::AtomicFileWriter(std::string path, std::string_view what)
     throw InputError(fmt::format("{}: cannot create the temporary file {}: {} (does the directory exist and is it "
                                  "writable?)",
                                  label_, temp_path_, errno_text(errno)));
+  // The replacement keeps the permissions of the file it replaces (a private 0600 result stays private).
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) == 0) (void)::fchmod(fd_, st.st_mode & 07777);
 }
 
 AtomicFileWriter::~AtomicFileWriter() {

@@ -142,10 +142,12 @@ TEST_CASE("outputs: without a limit the same commands succeed and replace the fi
     const fs::path dir = fresh_dir("outputs_ok");
     const fs::path target = dir / "out.txt";
     std::ofstream(target) << "the previous file\n";
+    fs::permissions(target, fs::perms::owner_read | fs::perms::owner_write);  // 0600
     const CommandResult r = run_ptsim(o.args(target));
     CHECK_MESSAGE(r.exit_code == 0, r.output);
     CHECK(read_file(target) != "the previous file\n");
     CHECK(entries(dir) == std::vector<std::string>{"out.txt"});
+    CHECK((fs::status(target).permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write));
   }
 }
 
