@@ -43,10 +43,12 @@ void require_available_memory(double needed_bytes, const std::string& what, cons
   const std::optional<uint64_t> available = available_memory_bytes();
   if (!available) return;
   if (!(needed_bytes > static_cast<double>(*available)) && std::isfinite(needed_bytes)) return;
+  const char* forced = std::getenv("PTSIM_MEM_AVAILABLE_BYTES");
   throw InputError(fmt::format("{} needs {:.0f} bytes ({}) of memory, this machine has {} bytes ({}) available "
-                               "(MemAvailable in /proc/meminfo); {}",
+                               "({}); {}",
                                what, needed_bytes, format_bytes(needed_bytes), *available,
-                               format_bytes(static_cast<double>(*available)), advice));
+                               format_bytes(static_cast<double>(*available)),
+                               forced && *forced ? "PTSIM_MEM_AVAILABLE_BYTES" : "MemAvailable in /proc/meminfo", advice));
 }
 
 }  // namespace ptsim::core
