@@ -14,6 +14,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "core/atomic_file.hpp"
@@ -193,6 +194,29 @@ class MetricsLog {
  private:
   std::unique_ptr<core::CheckedAppendFile> file_;
 };
+
+// On --resume: the metrics lines of steps after the checkpoint came from a run that died before its next
+// checkpoint; the resumed run writes those steps again. Drop them (and a torn last line), atomically, so
+// the file holds each step once. Lines that are not ptsim metrics are kept as they are.
+void trim_metrics_after(const std::string& path, int64_t last_step) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;  // absent: nothing to trim
+  std::string kept, line;
+  bool dropped = false;
+  while (std::getline(in, line)) {
+    const bool complete = !in.eof();  // a last line without "\n" is torn, or at least must get one
+    if (!complete) dropped = true;     // rewrite, so the next line does not join it
+    const Json j = Json::parse(line, nullptr, false);
+    const bool later = j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
+                       j["step"].get<int64_t>() > last_step;
+    if (later || (!complete && j.is_discarded())) {
+      dropped = true;
+      continue;
+    }
+    (kept += line) += '\n';
+  }
+  if (dropped) write_file_atomic(path, kept, "--metrics");
+}
 
 class Trainer {
  public:
@@ -478,6 +502,7 @@ class Trainer {
 
   void loop() {
     print_header();
+    if (rank_ == 0 && c_.resume && !c_.metrics_path.empty()) trim_metrics_after(c_.metrics_path, start_step_ - 1);
     MetricsLog metrics(rank_ == 0 ? c_.metrics_path : std::string(), c_.resume);
     t_start_ = Clock::now();
     summary_.first_step = start_step_;

@@ -308,3 +308,19 @@ TEST_CASE("train --resume: a trainer state out of range is exit 2 naming the fie
   std::ofstream(state, std::ios::trunc) << original;
   CHECK(run_ptsim(flags + " --resume").exit_code == 0);
 }
+
+TEST_CASE("train --resume: metrics lines past the checkpoint and a torn last line are dropped, so each step appears once") {
+  const TinySetup& s = setup();
+  const fs::path dir = fresh_dir("resume_metrics");
+  const std::string flags = base_flags(s) + " --steps 4 --micro-batch 4 --checkpoint-dir " + quote(dir / "ck") +
+                            " --metrics " + quote(dir / "m.jsonl");
+  REQUIRE(run_ptsim(flags + " --stop-after 2").exit_code == 0);
+  // As if the first run had gone on to step 3 and died writing step 4, after its checkpoint of step 2.
+  { std::ofstream(dir / "m.jsonl", std::ios::app) << "{\"step\": 3, \"loss\": 99.0, \"mlm_loss\": null, \"lr\": 0.1}\n{\"step\": 4, \"lo"; }
+  const auto r = run_ptsim(flags + " --resume");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  const auto m = read_metrics(dir / "m.jsonl");
+  REQUIRE(m.size() == 4);
+  for (size_t i = 0; i < m.size(); ++i) CHECK(m[i].step == static_cast<int64_t>(i) + 1);
+  CHECK(m[2].loss != 99.0);  // the resumed run's step 3, not the dead run's
+}
