@@ -338,9 +338,15 @@ class StagingDirectory {
         // the complete new dataset at the staging path and the old one at *.old.<pid>).
         const fs::path old = out_.string() + fmt::format(".old.{}", static_cast<long>(::getpid()));
         fs::remove_all(old, ec);
-        if (::rename(out_.c_str(), old.c_str()) != 0 || ::rename(path_.c_str(), out_.c_str()) != 0)
+        if (::rename(out_.c_str(), old.c_str()) != 0)
+          throw core::IoError(fmt::format("cannot move the old dataset '{}' aside to '{}': {}", out_.string(),
+                                          old.string(), std::strerror(errno)));
+        if (::rename(path_.c_str(), out_.c_str()) != 0) {
+          const int err = errno;
+          (void)::rename(old.c_str(), out_.c_str());  // put the old one back
           throw core::IoError(fmt::format("cannot move the new dataset '{}' into place at '{}': {}", path_.string(),
-                                          out_.string(), std::strerror(errno)));
+                                          out_.string(), std::strerror(err)));
+        }
         fs::remove_all(old, ec);
         published_ = true;
       } else {
