@@ -89,6 +89,16 @@ std::string save_checkpoint(const std::string& dir, int64_t step, std::span<cons
   fs::remove_all(temp_dir, ec);  // a leftover of this very process (same pid) is ours to clear
   fs::create_directory(temp_dir, ec);
   check_fs(ec, fmt::format("{}: cannot create the temporary checkpoint directory", temp_dir.string()));
+  // A save that fails (disk full) removes its temporary directory: the previous checkpoints stay as they
+  // were, with no debris beside them.
+  struct TempDirGuard {
+    fs::path path;
+    bool keep = false;
+    ~TempDirGuard() {
+      std::error_code ignored;
+      if (!keep) fs::remove_all(path, ignored);
+    }
+  } guard{temp_dir};
 
   // 1. model.safetensors
   std::vector<SafetensorsView> model_views;
@@ -137,6 +147,7 @@ std::string save_checkpoint(const std::string& dir, int64_t step, std::span<cons
   }
   fs::rename(temp_dir, final_dir, ec);
   check_fs(ec, fmt::format("{}: cannot rename {} into place", final_dir.string(), temp_dir.string()));
+  guard.keep = true;  // renamed away: nothing left at temp_dir
   fsync_directory(dir);
   if (!old_dir.empty()) fs::remove_all(old_dir, ec);  // best effort
 

@@ -248,3 +248,19 @@ TEST_CASE("train: DIR/vocab.txt must be the vocab the shards were made with") {
   CHECK_MESSAGE(r.exit_code == 2, r.output);
   CHECK_MESSAGE(r.output.find("vocab mismatch") != std::string::npos, r.output);
 }
+
+TEST_CASE("train: a checkpoint that cannot be written is exit 1; the previous checkpoint stays, with no debris") {
+  const ptsim::test::TinySetup& s = setup();
+  const fs::path dir = fresh_dir("outputs_ckfull");
+  const std::string base = "train --model " + s.model + " --data " + s.data +
+                           " --steps 4 --micro-batch 4 --threads 1 --quiet --checkpoint-dir " + quote(dir / "ck");
+  REQUIRE(run_ptsim(base + " --stop-after 2").exit_code == 0);
+  // 64 blocks = 32 KiB: less than the tiny model's model.safetensors (its word embeddings alone are
+  // 397 × 32 floats = 50 KB).
+  const CommandResult r = run_ptsim_limited(base + " --resume", 64);
+  CHECK_MESSAGE(r.exit_code == 1, r.output);
+  CHECK_MESSAGE(r.output.find("model.safetensors") != std::string::npos, r.output);
+  CHECK(read_file(dir / "ck" / "latest") == "step_2\n");
+  CHECK(entries(dir / "ck") == std::vector<std::string>{"latest", "step_2"});
+  CHECK(run_ptsim(base + " --resume").exit_code == 0);  // and it resumes from there
+}
