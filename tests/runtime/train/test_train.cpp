@@ -236,14 +236,15 @@ TEST_CASE("train: bad input exits 2 with a message naming the problem") {
 }
 
 TEST_CASE("train: SIGTERM during a long step stops within an op; the resumed run is bit-identical") {
-  // grad-accum 400 × micro-batch 4 makes each step hundreds of micro-steps (seconds on the test machine), so
-  // a signal sent once step 1 is logged lands inside step 2. The stop abandons step 2, checkpoints step 1,
-  // and --resume repeats step 2 from the same state: its loss equals the straight run's to the bit.
+  // grad-accum 1000 × micro-batch 4 makes each step 1000 micro-steps (about 2 s on the test machine; 0.8 s
+  // measured at 400), so a signal sent once step 1 is logged (polled every 20 ms) lands inside step 2. The
+  // stop abandons step 2, checkpoints step 1, and --resume repeats step 2 from the same state: its loss
+  // equals the straight run's to the bit.
   const TinySetup& s = setup();
   const fs::path dir = fresh_dir("sigterm_midstep");
   const std::vector<std::string> flags = {"--model", s.model, "--data", s.data, "--threads", "1", "--steps", "2",
-                                          "--micro-batch", "4", "--grad-accum", "400", "--lr", "5e-2"};
-  const std::string cli = base_flags(s) + " --steps 2 --micro-batch 4 --grad-accum 400 --lr 5e-2";
+                                          "--micro-batch", "4", "--grad-accum", "1000", "--lr", "5e-2"};
+  const std::string cli = base_flags(s) + " --steps 2 --micro-batch 4 --grad-accum 1000 --lr 5e-2";
   auto r = run_ptsim(cli + " --metrics " + quote(dir / "straight.jsonl"));
   REQUIRE_MESSAGE(r.exit_code == 0, r.output);
 
