@@ -2,6 +2,7 @@
 // InputError: the user's input (a file, a field, a flag) is wrong; the CLI prints it and exits 2.
 // InfeasibleError: an InputError that says the configuration is well-formed but cannot run as asked
 // (does not fit memory, the GPU lacks the precision): a sweep records it as a reason and goes on.
+// IoError: the system failed us (a write, fsync or rename failed: disk full, I/O error); exit 1.
 // Anything else that escapes is an internal failure: exit 1.
 #pragma once
 #include <stdexcept>
@@ -38,5 +39,12 @@ inline const char* to_string(Infeasibility kind) {
   }
   return "?";
 }
+
+// A system call on a file failed where the input was fine (disk full, I/O error, file-size limit). The
+// message names the file and the system error; the CLI prints it as an error and exits 1.
+class IoError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 }  // namespace ptsim::core

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.hpp"
 #include "core/json_reader.hpp"
 #include "hwprofiles/profiles.hpp"
 #include "reports/text_table.hpp"
@@ -44,11 +45,7 @@ void write_fitted_parameters(const std::string& path, const hwprofiles::GpuProfi
       j[parameter] = {{"value", value}, {"unit", "fraction"}, {"source", provenance(parameter)}};
     }
   }
-  std::ofstream out(path + ".tmp");
-  out << j.dump(2) << "\n";
-  out.close();
-  if (!out || std::rename((path + ".tmp").c_str(), path.c_str()) != 0)
-    throw std::runtime_error("cannot write " + path);
+  core::write_file_atomic(path, j.dump(2) + "\n", "profile");
   fmt::print("wrote {}\n", path);
 }
 

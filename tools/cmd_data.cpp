@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "core/atomic_file.hpp"  // defines: writable_target
 #include "core/json_reader.hpp"
 #include "runtime/data/pretraining_data.hpp"
 #include "runtime/data/pretraining_dataset.hpp"
@@ -138,6 +139,7 @@ int run_data_command(int argc, char** argv) {
     vo.min_pair_count = min_pair_count;
     vo.do_lower_case = !cased;
     data::VocabTrainerStats stats;
+    (void)core::writable_target(out, "vocab");  // before training, not after
     const auto tokens = data::train_wordpiece_vocab(corpus, vo, &stats);
     data::write_vocab_file(out, tokens);
     fmt::print("wrote {}: {} tokens (5 special, {} characters, {} merges) from {} lines, {} words ({} unique) in {:.2f} s\n",

@@ -8,6 +8,7 @@
 
 #include <fstream>
 
+#include "core/atomic_file.hpp"
 #include "hwprofiles/profiles.hpp"
 #include "reports/prediction.hpp"
 #include "reports/scenario.hpp"
@@ -48,9 +49,7 @@ int predict_single_gpu(const hwprofiles::ProfileSet& profiles, const std::string
     info.source = "predicted";
     info.device = gpu.name;
     info.step_seconds = p.step_seconds;
-    std::ofstream out(op_times_path);
-    if (!out) throw core::InputError(fmt::format("--op-times {}: cannot write the file", op_times_path));
-    out << models::op_times_json(graph, per_step, info).dump(1) << "\n";
+    core::write_file_atomic(op_times_path, models::op_times_json(graph, per_step, info).dump(1) + "\n", "--op-times");
   }
 
   std::vector<std::pair<std::string, double>> kinds(p.seconds_by_kind.begin(), p.seconds_by_kind.end());
@@ -148,6 +147,9 @@ int run_predict_command(int argc, char** argv) {
   if (!scenario_name.empty() && !node_name.empty())
     throw core::InputError("give either --scenario or --node (a cluster from flags), not both");
 
+  // Output targets are checked before the prediction runs (core/atomic_file.hpp writes them at the end).
+  if (!trace_path.empty()) (void)core::writable_target(trace_path, "--trace");
+  if (!op_times_path.empty()) (void)core::writable_target(op_times_path, "--op-times");
   hwprofiles::ProfileSet profiles =
       profiles_dir.empty() ? hwprofiles::load_profiles() : hwprofiles::load_profiles(profiles_dir);
   if (!op_times_path.empty() && gpu_name.empty())
@@ -169,9 +171,7 @@ int run_predict_command(int argc, char** argv) {
   options.record_trace = !trace_path.empty();
   reports::Prediction p = reports::predict_scenario(scenario, profiles, options);
   if (!trace_path.empty()) {
-    std::ofstream out(trace_path);
-    if (!out) throw core::InputError(fmt::format("--trace {}: cannot write the file", trace_path));
-    out << p.trace.dump() << "\n";
+    core::write_file_atomic(trace_path, p.trace.dump() + "\n", "--trace");
   }
   if (format == "json") fmt::print("{}\n", reports::prediction_to_json(p).dump(2));
   else fmt::print("{}", reports::prediction_to_text(p));

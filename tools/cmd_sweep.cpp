@@ -13,7 +13,7 @@
 #include "hwprofiles/profiles.hpp"
 #include "reports/sweep.hpp"
 #include "reports/sweep_output.hpp"
-#include "runtime/checkpoint/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 #include "runtime/comm/mpi_communicator.hpp"
 #include "tools/cli_support.hpp"
 #include "tools/commands.hpp"
@@ -110,7 +110,7 @@ void emit(const std::string& text, const std::string& out_path, const std::strin
       throw std::runtime_error("ptsim sweep: writing to standard output failed");
     return;
   }
-  runtime::write_file_atomic(out_path, text);
+  core::write_file_atomic(out_path, text, "--out");
   fmt::print(stderr, "wrote {} ({})\n", out_path, format);
 }
 

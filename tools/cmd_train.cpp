@@ -84,6 +84,8 @@ int run_train_command(int argc, char** argv) {
   app.add_option("--checkpoint-every", c.checkpoint_every, "also checkpoint every K steps (0: only at the end/stop)")
       ->capture_default_str();
   app.add_flag("--resume", c.resume, "continue from --checkpoint-dir's latest checkpoint (same flags needed)");
+  app.add_flag("--overwrite", c.overwrite,
+               "--checkpoint-dir holds another run: delete its checkpoints and start afresh (without it: refused)");
   app.add_option("--metrics", c.metrics_path, "JSONL metrics, one line per step (appended to with --resume)");
   app.add_option("--op-times", c.op_times_path, "per-op measured seconds per step (ptsim.op_times.v1 JSON)");
   app.add_option("--progress-every", c.progress_every, "progress line every N steps (0: none)")->capture_default_str();

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # tools/make_corpus.sh — build the demo pretraining corpus from the King James Bible (public domain).
 # Source: Debian package `bible-kjv-text` (data) read through the `bible` program of `bible-kjv`
-# (apt-get install bible-kjv-text pulls both). Output format, as `ptsim data vocab|prepare` expect:
+# (tools/bootstrap.sh installs both; `apt-get install --no-install-recommends bible-kjv-text` alone lacks
+# the program). Output format, as `ptsim data vocab|prepare` expect:
 # one sentence per line (here: one verse per line), a blank line between documents (here: chapters).
 # 1,189 chapters, 31,102 verses, about 4.1 MB.
 # Usage: tools/make_corpus.sh [OUT]   (default: data/kjv_corpus.txt)
 set -euo pipefail
 out="${1:-data/kjv_corpus.txt}"
 if ! command -v bible >/dev/null 2>&1; then
-  echo "make_corpus: the 'bible' program is missing: apt-get install bible-kjv-text (it brings bible-kjv)" >&2
+  echo "make_corpus: the 'bible' program is missing: apt-get install bible-kjv bible-kjv-text (or run tools/bootstrap.sh)" >&2
   exit 2
 fi
 mkdir -p "$(dirname "$out")"

@@ -1,5 +1,6 @@
 // tools/ptsim.cpp — the `ptsim` command: dispatches to one subcommand per tools/cmd_<name>.cpp.
-// Exit codes (docs/cli.md): 0 success, 2 bad input (message names file/field/flag), 1 internal failure.
+// Exit codes (docs/cli.md): 0 success, 2 bad input (message names file/field/flag), 1 internal or I/O
+// failure (a write that failed, including to stdout: `ptsim predict > /dev/full` is not a success).
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -7,6 +8,7 @@
 #include <exception>
 #include <string_view>
 
+#include "core/atomic_file.hpp"  // defines: flush_stdout_ok
 #include "core/error.hpp"
 #include "tools/commands.hpp"
 
@@ -45,19 +47,28 @@ int main(int argc, char** argv) {
   std::string_view name = argv[1];
   if (name == "--help" || name == "-h" || name == "help") {
     print_usage(stdout);
-    return 0;
+    return ptsim::core::flush_stdout_ok() ? 0 : 1;
   }
   for (const auto& c : kSubcommands) {
     if (name != c.name) continue;
+    int rc = 1;
     try {
-      return c.run(argc - 1, argv + 1);
+      rc = c.run(argc - 1, argv + 1);
     } catch (const ptsim::core::InputError& e) {
       fmt::print(stderr, "error: {}\n", e.what());
-      return 2;
+      rc = 2;
+    } catch (const ptsim::core::IoError& e) {
+      fmt::print(stderr, "error: {}\n", e.what());
+      rc = 1;
     } catch (const std::exception& e) {
       fmt::print(stderr, "internal error: {}\n", e.what());
-      return 1;
+      rc = 1;
     }
+    if (!ptsim::core::flush_stdout_ok()) {
+      fmt::print(stderr, "error: writing to standard output failed (disk full, or the reader went away?)\n");
+      if (rc == 0) rc = 1;
+    }
+    return rc;
   }
   fmt::print(stderr, "error: unknown command '{}' (expected one of: predict, validate, graph, profiles, data, train, calibrate, sweep)\n",
              name);

@@ -9,15 +9,20 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "core/error.hpp"
-#include "runtime/checkpoint/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 #include "runtime/checkpoint/safetensors.hpp"
+#include "runtime/data/tokenizer.hpp"  // defines: fnv1a64, hash_to_hex
 
 namespace ptsim::runtime {
 using core::InputError;
 using core::Json;
+using core::atomic_temp_path;
+using core::fsync_directory;
+using core::write_file_atomic;
 namespace fs = std::filesystem;
 
 namespace {
@@ -47,10 +52,31 @@ void check_fs(const std::error_code& ec, const std::string& what) {
   if (ec) throw InputError(fmt::format("{}: {}", what, ec.message()));
 }
 
+// FNV-1a 64 of a whole file, read in 1 MiB pieces (the same hash the shards and the vocab use).
+std::string file_checksum(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open the file to checksum it", path));
+  std::vector<char> buffer(1 << 20);
+  uint64_t hash = data::kFnv1aOffset;
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    hash = data::fnv1a64(buffer.data(), static_cast<size_t>(in.gcount()), hash);
+  }
+  if (in.bad()) throw InputError(fmt::format("{}: reading the file to checksum it failed", path));
+  return data::hash_to_hex(hash);
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
 }  // namespace
 
 std::string save_checkpoint(const std::string& dir, int64_t step, std::span<const CheckpointTensorView> tensors,
-                            const OptimizerState& optimizer, const Json& extra) {
+                            const OptimizerState& optimizer, const Json& extra,
+                            std::span<const CheckpointExtraFile> extra_files) {
   if (step < 0) throw InputError(fmt::format("save_checkpoint: step must be >= 0, got {}", step));
   if (!extra.is_object()) throw InputError("save_checkpoint: the extra state must be a JSON object");
   std::error_code ec;
@@ -63,6 +89,16 @@ std::string save_checkpoint(const std::string& dir, int64_t step, std::span<cons
   fs::remove_all(temp_dir, ec);  // a leftover of this very process (same pid) is ours to clear
   fs::create_directory(temp_dir, ec);
   check_fs(ec, fmt::format("{}: cannot create the temporary checkpoint directory", temp_dir.string()));
+  // A save that fails (disk full) removes its temporary directory: the previous checkpoints stay as they
+  // were, with no debris beside them.
+  struct TempDirGuard {
+    fs::path path;
+    bool keep = false;
+    ~TempDirGuard() {
+      std::error_code ignored;
+      if (!keep) fs::remove_all(path, ignored);
+    }
+  } guard{temp_dir};
 
   // 1. model.safetensors
   std::vector<SafetensorsView> model_views;
@@ -82,14 +118,23 @@ std::string save_checkpoint(const std::string& dir, int64_t step, std::span<cons
                      {"optimizer", optimizer.kind},
                      {"step", std::to_string(optimizer.step)}});
 
-  // 3. state.json
+  // 3. state.json, with the checksum of each file as it is on disk (read back: what a later load will see)
   Json state = {{"format", kCheckpointFormat},
                 {"step", step},
                 {"optimizer", optimizer.kind},
                 {"optimizer_step", optimizer.step},
                 {"files", {{"model", kModelFile}, {"optimizer", kOptimizerFile}}},
+                {"checksums",
+                 {{kModelFile, file_checksum((temp_dir / kModelFile).string())},
+                  {kOptimizerFile, file_checksum((temp_dir / kOptimizerFile).string())}}},
                 {"extra", extra}};
   write_file_atomic((temp_dir / kStateFile).string(), state.dump(2) + "\n");
+  for (const CheckpointExtraFile& f : extra_files) {
+    if (f.name.empty() || f.name.find('/') != std::string::npos || f.name == kModelFile || f.name == kOptimizerFile ||
+        f.name == kStateFile)
+      throw std::logic_error(fmt::format("save_checkpoint: '{}' cannot be an extra file", f.name));
+    write_file_atomic((temp_dir / f.name).string(), f.text);
+  }
   fsync_directory(temp_dir.string());
 
   // 4. Publish: rename the complete directory into place (replacing an older copy of the same step).
@@ -102,6 +147,7 @@ std::string save_checkpoint(const std::string& dir, int64_t step, std::span<cons
   }
   fs::rename(temp_dir, final_dir, ec);
   check_fs(ec, fmt::format("{}: cannot rename {} into place", final_dir.string(), temp_dir.string()));
+  guard.keep = true;  // renamed away: nothing left at temp_dir
   fsync_directory(dir);
   if (!old_dir.empty()) fs::remove_all(old_dir, ec);  // best effort
 
@@ -123,13 +169,29 @@ Checkpoint load_checkpoint(const std::string& step_dir) {
   if (format != kCheckpointFormat)
     throw InputError(fmt::format("{}: field 'format' is '{}', expected '{}'", state_path, format, kCheckpointFormat));
   c.step = r.require_int("step");
+  if (c.step < 0) r.fail("step", "a step count >= 0");
   c.optimizer.kind = r.require_string("optimizer");
   c.optimizer.step = r.require_int("optimizer_step");
+  if (c.optimizer.step < 0 || c.optimizer.step > c.step) r.fail("optimizer_step", fmt::format("0..step {}", c.step));
   r.ignore("files");
+  const Json& checksums = r.raw("checksums");
+  if (!checksums.is_object()) r.fail("checksums", "an object {file: FNV-1a 64 hex}");
   const Json& extra = r.raw("extra");
   if (!extra.is_object()) r.fail("extra", "an object");
   c.extra = extra;
   r.finish();
+  // Before parsing anything: a bit flipped in a payload parses fine and would train on silently.
+  for (const char* file : {kModelFile, kOptimizerFile}) {
+    const std::string path = (d / file).string();
+    if (!checksums.contains(file) || !checksums.at(file).is_string())
+      throw InputError(fmt::format("{}: field 'checksums.{}' is missing or not a string", state_path, file));
+    if (!fs::exists(path)) throw InputError(fmt::format("{}: {} is missing", step_dir, file));
+    const std::string found = file_checksum(path);
+    if (found != checksums.at(file).get<std::string>())
+      throw InputError(fmt::format("{}: checksum mismatch: {} says {}, the file hashes to {} (the file is corrupt or "
+                                   "from another save; resume from an earlier step_<N>)",
+                                   path, state_path, checksums.at(file).get<std::string>(), found));
+  }
 
   const std::string model_path = (d / kModelFile).string();
   const SafetensorsFile model = read_safetensors(model_path);
@@ -146,8 +208,12 @@ Checkpoint load_checkpoint(const std::string& step_dir) {
   if (meta_kind != opt.metadata.end() && meta_kind->second != c.optimizer.kind)
     throw InputError(fmt::format("{}: metadata optimizer '{}' differs from '{}' in {}", opt_path, meta_kind->second,
                                  c.optimizer.kind, state_path));
-  for (const SafetensorsTensor& t : opt.tensors)
+  for (const SafetensorsTensor& t : opt.tensors) {
+    if (t.shape.size() != 1)
+      throw InputError(fmt::format("{}: optimizer array '{}' has shape {}, expected one dimension", opt_path, t.name,
+                                   shape_text(t.shape)));
     c.optimizer.arrays.push_back(NamedArray{t.name, t.to_f32(opt_path)});
+  }
   return c;
 }
 
@@ -173,6 +239,22 @@ std::optional<std::string> find_latest_checkpoint(const std::string& dir) {
   return (fs::path(dir) / step_dir_name(*best)).string();
 }
 
+void remove_checkpoints(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return;
+  fs::remove(fs::path(dir) / kLatestFile, ec);
+  check_fs(ec, fmt::format("{}: cannot remove {}", dir, kLatestFile));
+  std::vector<fs::path> doomed;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
+    if (e.is_directory() && parse_step_dir_name(e.path().filename().string())) doomed.push_back(e.path());
+  check_fs(ec, fmt::format("{}: cannot list the checkpoint directory", dir));
+  for (const fs::path& p : doomed) {
+    fs::remove_all(p, ec);
+    check_fs(ec, fmt::format("{}: cannot remove the old checkpoint", p.string()));
+  }
+  fsync_directory(dir);
+}
+
 std::optional<Checkpoint> load_latest_checkpoint(const std::string& dir) {
   const std::optional<std::string> step_dir = find_latest_checkpoint(dir);
   if (!step_dir) return std::nullopt;
@@ -189,6 +271,11 @@ void restore_tensors(const Checkpoint& checkpoint, std::span<const CheckpointTen
     if (it->second->values.size() != t.values.size())
       throw InputError(fmt::format("{}: tensor '{}' has {} elements, the model expects {}", checkpoint.dir, t.name,
                                    it->second->values.size(), t.values.size()));
+    // Same count is not same tensor: a [768, 3072] saved where [3072, 768] is expected would load transposed.
+    const std::vector<int64_t> expected = t.shape.empty() ? std::vector<int64_t>{static_cast<int64_t>(t.values.size())} : t.shape;
+    if (it->second->shape != expected)
+      throw InputError(fmt::format("{}: tensor '{}' has shape {}, the model expects {}", checkpoint.dir, t.name,
+                                   shape_text(it->second->shape), shape_text(expected)));
   }
   if (targets.size() != checkpoint.tensors.size()) {
     std::unordered_map<std::string, int> wanted;

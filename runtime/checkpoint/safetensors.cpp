@@ -15,12 +15,13 @@
 #include <unordered_set>
 
 #include "core/error.hpp"
-#include "runtime/checkpoint/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 
 static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes a little-endian host");
 
 namespace ptsim::runtime {
 using core::InputError;
+using core::AtomicFileWriter;
 
 namespace {
 

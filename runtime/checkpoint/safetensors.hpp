@@ -6,7 +6,7 @@
 //   offsets are relative to the first data byte; the tensors cover the data exactly (no holes, no
 //   overlap); data is little-endian, row-major.
 // Writing streams tensors straight from the caller's buffers into an atomically replaced file
-// (atomic_file.hpp). Reading validates everything and throws core::InputError naming the file and the
+// (core/atomic_file.hpp). Reading validates everything and throws core::InputError naming the file and the
 // tensor. Any dtype is read as raw bytes; F32 can be copied out as floats.
 // Not here: memory mapping, big-endian hosts (static_assert), conversion between dtypes.
 #pragma once

@@ -2,16 +2,22 @@
 // Function names and control flow follow the Python script so the two can be read side by side.
 #include "runtime/data/pretraining_data.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <stdio.h>  // renameat2 (glibc >= 2.28)
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/machine_memory.hpp"
 #include "runtime/data/shard_format.hpp"
 
 namespace ptsim::runtime::data {
@@ -257,13 +263,133 @@ uint64_t write_shard(const std::string& path, const std::vector<TrainingInstance
   h.payload_checksum = fnv1a64(payload.data(), payload.size());
   h.vocab_size = static_cast<uint32_t>(vocab.size());
   h.flags = flags;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw core::InputError(fmt::format("cannot write shard '{}' (is the directory writable?)", path));
-  out.write(reinterpret_cast<const char*>(&h), sizeof(h));
-  out.write(reinterpret_cast<const char*>(payload.data()), static_cast<std::streamsize>(payload.size()));
-  if (!out) throw core::InputError(fmt::format("writing shard '{}' failed (disk full?)", path));
+  core::AtomicFileWriter out(path, "shard");
+  out.write(std::as_bytes(std::span<const ShardHeader>(&h, 1)));
+  out.write(std::as_bytes(std::span<const unsigned char>(payload.data(), payload.size())));
+  out.commit();
   return h.payload_checksum;
 }
+
+namespace {
+
+// The output directory as one absolute path without a trailing "/" (so its parent and name are real), links
+// resolved (a link to a dataset directory stays a link; the directory it names is replaced).
+fs::path output_directory(const std::string& out_dir) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(out_dir), ec);
+  if (ec) p = fs::absolute(out_dir);
+  p = p.lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();
+  return p;
+}
+
+bool is_dataset_entry(const std::string& name) {
+  return name == "manifest.json" || name == "vocab.txt" ||
+         (name.rfind("shard_", 0) == 0 && name.size() > 10 && name.substr(name.size() - 4) == ".bin");
+}
+
+// --out may name a new or empty directory, or an earlier dataset: that one is replaced as a whole once the
+// new one is complete. Anything else in it is the user's and would be lost: refuse.
+void check_replaceable_output(const fs::path& out, const std::string& out_flag) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(out, ec);
+  if (!fs::exists(st)) return;
+  if (!fs::is_directory(st))
+    throw core::InputError(fmt::format("ptsim data prepare --out {}: exists and is not a directory", out_flag));
+  for (const auto& entry : fs::directory_iterator(out, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!is_dataset_entry(name) || !entry.is_regular_file())
+      throw core::InputError(fmt::format("ptsim data prepare --out {}: holds '{}', which is not part of a prepared "
+                                         "dataset; the directory is replaced as a whole, so move it away or give "
+                                         "another --out",
+                                         out_flag, name));
+  }
+  if (ec) throw core::InputError(fmt::format("ptsim data prepare --out {}: cannot list it: {}", out_flag, ec.message()));
+}
+
+// The staging directory, removed unless publish() moved it into place.
+class StagingDirectory {
+ public:
+  explicit StagingDirectory(const fs::path& out) : out_(out), path_(core::atomic_temp_path(out.string())) {
+    std::error_code ec;
+    fs::create_directories(out.parent_path(), ec);
+    fs::remove_all(path_, ec);  // a leftover of this very process (same pid) is ours to clear
+    if (!fs::create_directory(path_, ec) || ec)
+      throw core::InputError(fmt::format("cannot create the staging directory '{}' beside the output: {}", path_.string(),
+                                         ec.message()));
+  }
+  ~StagingDirectory() {
+    std::error_code ec;
+    if (!published_) fs::remove_all(path_, ec);  // best effort: the old output is untouched
+  }
+  StagingDirectory(const StagingDirectory&) = delete;
+  StagingDirectory& operator=(const StagingDirectory&) = delete;
+  const fs::path& path() const { return path_; }
+
+  // Swap the complete new directory with the old one in one step (renameat2 RENAME_EXCHANGE), or rename
+  // it into place when there is no old one; then delete the old contents and fsync the parent.
+  void publish() {
+    core::fsync_directory(path_.string());
+    std::error_code ec;
+    const bool replacing = fs::exists(out_, ec);
+    if (replacing) {
+      if (::renameat2(AT_FDCWD, path_.c_str(), AT_FDCWD, out_.c_str(), RENAME_EXCHANGE) != 0) {
+        // File systems without RENAME_EXCHANGE: move the old one aside first (a crash in between leaves
+        // the complete new dataset at the staging path and the old one at *.old.<pid>).
+        const fs::path old = out_.string() + fmt::format(".old.{}", static_cast<long>(::getpid()));
+        fs::remove_all(old, ec);
+        if (::rename(out_.c_str(), old.c_str()) != 0)
+          throw core::IoError(fmt::format("cannot move the old dataset '{}' aside to '{}': {}", out_.string(),
+                                          old.string(), std::strerror(errno)));
+        if (::rename(path_.c_str(), out_.c_str()) != 0) {
+          const int err = errno;
+          (void)::rename(old.c_str(), out_.c_str());  // put the old one back
+          throw core::IoError(fmt::format("cannot move the new dataset '{}' into place at '{}': {}", path_.string(),
+                                          out_.string(), std::strerror(err)));
+        }
+        fs::remove_all(old, ec);
+        published_ = true;
+      } else {
+        published_ = true;
+        fs::remove_all(path_, ec);  // now holds the old dataset
+      }
+    } else {
+      if (::rename(path_.c_str(), out_.c_str()) != 0)
+        throw core::IoError(fmt::format("cannot rename the new dataset '{}' to '{}': {}", path_.string(), out_.string(),
+                                        std::strerror(errno)));
+      published_ = true;
+    }
+    core::fsync_directory(out_.parent_path().string());
+  }
+
+ private:
+  fs::path out_;
+  fs::path path_;
+  bool published_ = false;
+};
+
+std::string read_whole_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw core::InputError(fmt::format("cannot read '{}'", path));
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// dup_factor passes over the corpus each make at least tokens / (seq_len - 3) instances (an instance holds at
+// most seq_len - 3 corpus tokens beside [CLS] and two [SEP]), each at least one shard record in memory.
+void check_instance_memory(const PrepareStats& stats, const PrepareOptions& options) {
+  const double per_pass = std::ceil(static_cast<double>(stats.tokens) / static_cast<double>(options.seq_len - 3));
+  const double instances = per_pass * static_cast<double>(options.dup_factor);
+  const double record = static_cast<double>(
+      RecordLayout{static_cast<uint32_t>(options.seq_len), static_cast<uint32_t>(options.max_predictions)}.bytes());
+  core::require_available_memory(
+      instances * record,
+      fmt::format("ptsim data prepare: --dup-factor {} over {} tokens at --seq-len {} (at least {:.0f} instances of {:.0f} "
+                  "bytes)",
+                  options.dup_factor, stats.tokens, options.seq_len, instances, record),
+      "lower --dup-factor (BERT recipes use 5 to 10) or split the corpus");
+}
+
+}  // namespace
 
 PrepareStats prepare_pretraining_data(const std::string& corpus_path, const std::string& vocab_path,
                                       const std::string& out_dir, const PrepareOptions& options_in) {
@@ -272,6 +398,8 @@ PrepareStats prepare_pretraining_data(const std::string& corpus_path, const std:
   check_options(options, options.max_predictions);
   const Vocab vocab = Vocab::load(vocab_path);
   const FullTokenizer tokenizer(vocab, options.do_lower_case);
+  const fs::path out = output_directory(out_dir);
+  check_replaceable_output(out, out_dir);
   std::vector<Document> documents = read_documents(corpus_path, tokenizer);
 
   PrepareStats stats;
@@ -280,6 +408,7 @@ PrepareStats prepare_pretraining_data(const std::string& corpus_path, const std:
     stats.sentences += static_cast<int64_t>(d.size());
     for (const auto& s : d) stats.tokens += static_cast<int64_t>(s.size());
   }
+  check_instance_memory(stats, options);
   const std::vector<TrainingInstance> instances = create_training_instances(std::move(documents), vocab, options);
   stats.instances = static_cast<int64_t>(instances.size());
   for (const auto& inst : instances) {
@@ -287,15 +416,9 @@ PrepareStats prepare_pretraining_data(const std::string& corpus_path, const std:
     stats.random_next += inst.is_random_next ? 1 : 0;
   }
 
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (ec || !fs::is_directory(out_dir))
-    throw core::InputError(fmt::format("cannot create output directory '{}': {}", out_dir, ec.message()));
-  // Remove shards of an earlier run so the directory never mixes two datasets.
-  for (const auto& entry : fs::directory_iterator(out_dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("shard_", 0) == 0 && entry.path().extension() == ".bin") fs::remove(entry.path(), ec);
-  }
+  // Built in a sibling staging directory and swapped in when complete: an earlier dataset at --out stays
+  // usable until then, and the directory never mixes two datasets.
+  StagingDirectory staging(out);
   const uint32_t flags = options.whole_word_mask ? kShardFlagWholeWordMask : 0;
   nlohmann::json shards = nlohmann::json::array();
   const auto shard_size = static_cast<size_t>(options.shard_size);
@@ -303,16 +426,14 @@ PrepareStats prepare_pretraining_data(const std::string& corpus_path, const std:
     const size_t end = std::min(instances.size(), begin + shard_size);
     const std::string name = fmt::format("shard_{:05d}.bin", s);
     const uint64_t checksum =
-        write_shard((fs::path(out_dir) / name).string(), instances, begin, end, vocab, options.seq_len, options.max_predictions, flags);
+        write_shard((staging.path() / name).string(), instances, begin, end, vocab, options.seq_len, options.max_predictions, flags);
     shards.push_back({{"file", name}, {"instances", end - begin}, {"payload_checksum", hash_to_hex(checksum)}});
     ++stats.shards;
   }
   // Self-contained: the exact vocab bytes travel with the shards.
-  const fs::path vocab_copy = fs::path(out_dir) / "vocab.txt";
-  if (!(fs::exists(vocab_copy) && fs::equivalent(vocab_path, vocab_copy, ec)))
-    fs::copy_file(vocab_path, vocab_copy, fs::copy_options::overwrite_existing, ec);
-  if (ec)
-    throw core::InputError(fmt::format("cannot copy vocab '{}' into '{}': {}", vocab_path, out_dir, ec.message()));
+  // (The bytes Vocab::load hashed are re-read here; a vocab edited in between is caught by the hash check
+  // every reader makes against the manifest.)
+  core::write_file_atomic((staging.path() / "vocab.txt").string(), read_whole_file(vocab_path), "vocab copy");
 
   nlohmann::json m;
   m["format"] = "ptsim-bert-pretraining";
@@ -336,10 +457,8 @@ PrepareStats prepare_pretraining_data(const std::string& corpus_path, const std:
                   {"whole_word_mask", options.whole_word_mask}, {"do_lower_case", options.do_lower_case},
                   {"shard_size", options.shard_size}};
   m["shards"] = shards;
-  const std::string manifest_path = (fs::path(out_dir) / "manifest.json").string();
-  std::ofstream mf(manifest_path, std::ios::trunc);
-  if (!mf) throw core::InputError(fmt::format("cannot write '{}'", manifest_path));
-  mf << m.dump(2) << '\n';
+  core::write_file_atomic((staging.path() / "manifest.json").string(), m.dump(2) + "\n", "manifest");
+  staging.publish();
   return stats;
 }
 

@@ -57,6 +57,65 @@ std::string printable_magic(const char* m) {
   return out;
 }
 
+// The ranges `ptsim data prepare` writes within (docs/data-pipeline.md): seq_len 8..65536, max_predictions
+// 1..seq_len, vocab ids fit int32. A manifest outside them is corrupt or hand-made.
+constexpr long long kMaxSeqLen = 65536;
+constexpr long long kMaxVocabSize = 0x7fffffff;
+
+// A shard's "file" must name a file inside the dataset directory: no path separators, no "." or "..".
+std::string shard_file_name(core::JsonReader& sr) {
+  const std::string name = sr.require_string("file");
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+      name.find('\0') != std::string::npos)
+    throw core::InputError(fmt::format("{}: '{}' is not a file name inside the dataset directory (expected e.g. "
+                                       "shard_00000.bin)", sr.where("file"), name));
+  return name;
+}
+
+// Every field of every record, against the layout and the vocab: a record that passes can be copied into
+// a batch and indexed with (embedding rows, MLM gather and labels) without a bounds check.
+void validate_records(const std::string& path, const unsigned char* payload, uint64_t count, const RecordLayout& layout,
+                      int32_t vocab_size) {
+  const auto S = static_cast<int32_t>(layout.seq_len);
+  const auto P = static_cast<int32_t>(layout.max_predictions);
+  std::vector<int32_t> ids(static_cast<size_t>(S)), pos(static_cast<size_t>(P)), lab(static_cast<size_t>(P));
+  for (uint64_t i = 0; i < count; ++i) {
+    const unsigned char* r = payload + i * layout.bytes();
+    auto bad = [&](const std::string& what) {
+      throw core::InputError(fmt::format("shard '{}' is corrupt: instance {} {} (re-run 'ptsim data prepare')", path, i, what));
+    };
+    int32_t meta[4];
+    std::memcpy(meta, r, sizeof(meta));
+    const int32_t length = meta[0], num_masked = meta[1], nsp = meta[2];
+    if (length < 3 || length > S) bad(fmt::format("has length {}, expected 3..seq_len {} ([CLS] A [SEP] at least)", length, S));
+    if (num_masked < 0 || num_masked > P || num_masked >= length)
+      bad(fmt::format("has num_masked {}, expected 0..{} (max_predictions {}, below length {})", num_masked,
+                      std::min(P, length - 1), P, length));
+    if (nsp != 0 && nsp != 1) bad(fmt::format("has nsp_label {}, expected 0 or 1", nsp));
+    std::memcpy(ids.data(), r + layout.input_ids_offset(), ids.size() * 4);
+    std::memcpy(pos.data(), r + layout.masked_positions_offset(), pos.size() * 4);
+    std::memcpy(lab.data(), r + layout.masked_labels_offset(), lab.size() * 4);
+    for (int32_t t = 0; t < S; ++t)
+      if (ids[static_cast<size_t>(t)] < 0 || ids[static_cast<size_t>(t)] >= vocab_size)
+        bad(fmt::format("has input_ids[{}] = {}, expected 0..{} (vocab size {})", t, ids[static_cast<size_t>(t)],
+                        vocab_size - 1, vocab_size));
+    for (int32_t k = 0; k < num_masked; ++k) {
+      const int32_t at = pos[static_cast<size_t>(k)], label = lab[static_cast<size_t>(k)];
+      if (at < 1 || at >= length)
+        bad(fmt::format("has masked_positions[{}] = {}, expected 1..{} (inside the sequence of length {}, after [CLS])",
+                        k, at, length - 1, length));
+      if (k > 0 && at <= pos[static_cast<size_t>(k - 1)])
+        bad(fmt::format("has masked_positions[{}] = {} after {}, expected ascending positions", k, at,
+                        pos[static_cast<size_t>(k - 1)]));
+      if (label < 0 || label >= vocab_size)
+        bad(fmt::format("has masked_label_ids[{}] = {}, expected 0..{} (vocab size {})", k, label, vocab_size - 1, vocab_size));
+    }
+    const unsigned char* seg = r + layout.segment_ids_offset();
+    for (int32_t t = 0; t < S; ++t)
+      if (seg[t] > 1) bad(fmt::format("has segment_ids[{}] = {}, expected 0 or 1", t, seg[t]));
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<PretrainingDataset> PretrainingDataset::open(const std::string& dir, const DatasetOpenOptions& options) {
@@ -74,11 +133,19 @@ std::unique_ptr<PretrainingDataset> PretrainingDataset::open(const std::string& 
   if (version != kShardFormatVersion)
     throw core::InputError(fmt::format("{}: format_version {} is not supported (this ptsim reads version {}; re-run "
                                        "'ptsim data prepare')", manifest_path, version, kShardFormatVersion));
-  ds->layout_.seq_len = static_cast<uint32_t>(r.require_positive_int("seq_len"));
-  ds->layout_.max_predictions = static_cast<uint32_t>(r.require_positive_int("max_predictions"));
+  const long long seq_len = r.require_positive_int("seq_len");
+  if (seq_len < 8 || seq_len > kMaxSeqLen) r.fail("seq_len", fmt::format("8..{}", kMaxSeqLen));
+  const long long max_predictions = r.require_positive_int("max_predictions");
+  if (max_predictions > seq_len) r.fail("max_predictions", fmt::format("1..seq_len {}", seq_len));
+  ds->layout_.seq_len = static_cast<uint32_t>(seq_len);
+  ds->layout_.max_predictions = static_cast<uint32_t>(max_predictions);
   ds->vocab_hash_ = parse_hex(r.require_string("vocab_hash"), r.where("vocab_hash"));
-  ds->vocab_size_ = static_cast<int32_t>(r.require_positive_int("vocab_size"));
+  const long long vocab_size = r.require_positive_int("vocab_size");
+  if (vocab_size < 5 || vocab_size > kMaxVocabSize)
+    r.fail("vocab_size", fmt::format("5..{} (the five BERT special tokens at least)", kMaxVocabSize));
+  ds->vocab_size_ = static_cast<int32_t>(vocab_size);
   const long long manifest_instances = r.require_int("instances");
+  if (manifest_instances < 1) r.fail("instances", "a positive count");
 
   if (!options.vocab_path.empty()) {
     const Vocab vocab = Vocab::load(options.vocab_path);
@@ -97,8 +164,9 @@ std::unique_ptr<PretrainingDataset> PretrainingDataset::open(const std::string& 
   for (size_t s = 0; s < shard_list.size(); ++s) {
     core::JsonReader sr(shard_list[s], manifest_path, fmt::format("shards[{}]", s));
     auto shard = std::make_unique<Shard>();
-    shard->path = (fs::path(dir) / sr.require_string("file")).string();
+    shard->path = (fs::path(dir) / shard_file_name(sr)).string();
     const long long listed = sr.require_int("instances");
+    if (listed < 1) sr.fail("instances", "a positive count");
     sr.ignore("payload_checksum");
     const std::string& path = shard->path;
 
@@ -106,7 +174,10 @@ std::unique_ptr<PretrainingDataset> PretrainingDataset::open(const std::string& 
     if (fd < 0)
       throw core::InputError(fmt::format("shard '{}' (listed in {}) cannot be opened: {}", path, manifest_path, std::strerror(errno)));
     struct stat st {};
-    fstat(fd, &st);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw core::InputError(fmt::format("shard '{}' (listed in {}) is not a regular file", path, manifest_path));
+    }
     const auto file_bytes = static_cast<uint64_t>(st.st_size);
     if (file_bytes < kShardHeaderBytes) {
       ::close(fd);
@@ -135,6 +206,11 @@ std::unique_ptr<PretrainingDataset> PretrainingDataset::open(const std::string& 
     if (static_cast<long long>(h.instance_count) != listed)
       throw core::InputError(fmt::format("shard '{}' holds {} instances but {} lists {}", path, h.instance_count,
                                          manifest_path, listed));
+    // Compare counts, not byte products: a crafted instance_count makes 64 + N·R wrap to the file size.
+    const uint64_t fits = (file_bytes - kShardHeaderBytes) / rec;
+    if (h.instance_count > fits)
+      throw core::InputError(fmt::format("shard '{}' is truncated: header says {} instances of {} bytes, the file has "
+                                         "room for {} ({} bytes)", path, h.instance_count, rec, fits, file_bytes));
     const uint64_t expected_bytes = kShardHeaderBytes + h.instance_count * rec;
     if (file_bytes < expected_bytes)
       throw core::InputError(fmt::format("shard '{}' is truncated: header says {} instances = {} bytes, file has {} bytes",
@@ -145,6 +221,9 @@ std::unique_ptr<PretrainingDataset> PretrainingDataset::open(const std::string& 
     if (h.vocab_hash != ds->vocab_hash_)
       throw core::InputError(fmt::format("vocab mismatch: shard '{}' was built with vocab hash {}, but {} says {}", path,
                                          hash_to_hex(h.vocab_hash), manifest_path, hash_to_hex(ds->vocab_hash_)));
+    if (h.vocab_size != static_cast<uint32_t>(ds->vocab_size_))
+      throw core::InputError(fmt::format("shard '{}' was built with a vocab of {} tokens, but {} says vocab_size {}", path,
+                                         h.vocab_size, manifest_path, ds->vocab_size_));
     shard->payload = static_cast<const unsigned char*>(shard->map) + kShardHeaderBytes;
     if (options.verify_checksum) {
       const uint64_t found = fnv1a64(shard->payload, h.instance_count * rec);
@@ -153,6 +232,10 @@ std::unique_ptr<PretrainingDataset> PretrainingDataset::open(const std::string& 
                                            "to {} (re-run 'ptsim data prepare' or restore the file)",
                                            path, hash_to_hex(h.payload_checksum), hash_to_hex(found)));
     }
+    // Always, checksum or not: a checksum proves the bytes are the ones written, not that the writer was ptsim.
+    validate_records(path, shard->payload, h.instance_count, ds->layout_, ds->vocab_size_);
+    if (ds->num_instances_ > UINT64_MAX - h.instance_count)
+      throw core::InputError(fmt::format("{}: the shards hold more than 2^64 instances", manifest_path));
     ds->first_index_.push_back(ds->num_instances_);
     ds->num_instances_ += h.instance_count;
     ds->shards_.push_back(std::move(shard));

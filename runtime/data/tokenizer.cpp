@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "runtime/data/unicode_text.hpp"
 
@@ -84,10 +85,10 @@ int32_t Vocab::find(std::string_view token) const {
 }
 
 void write_vocab_file(const std::string& path, const std::vector<std::string>& tokens) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw core::InputError(fmt::format("cannot write vocab file '{}' (is the directory there and writable?)", path));
-  for (const auto& t : tokens) out << t << '\n';
-  if (!out) throw core::InputError(fmt::format("writing vocab file '{}' failed (disk full?)", path));
+  // Atomic: an existing vocab stays as it was until the new one is complete (core/atomic_file.hpp).
+  std::string text;
+  for (const auto& t : tokens) (text += t) += '\n';
+  core::write_file_atomic(path, text, "vocab");
 }
 
 // -------------------------------------------------------------------------------------- BasicTokenizer

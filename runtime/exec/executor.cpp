@@ -209,6 +209,7 @@ struct Executor::Impl {
     const OpContext context{options.seed, step, micro_step};
     double loss = std::numeric_limits<double>::quiet_NaN();
     for (int id : body_ops) {
+      if (options.stop_requested && options.stop_requested()) throw MicroStepAbandoned();
       const Op& op = graph.ops[static_cast<size_t>(id)];
       timed(op, [&] {
         try {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,16 @@ struct ExecutorOptions {
   // hold their values: the memory plan may reuse an activation's bytes once its last reader has run, so
   // this is where a check reads intermediate tensors such as the MLM logits (tests/runtime/golden/).
   std::function<void(const models::Op&)> after_op;
+  // Polled between the ops of a micro-step (never in the step tail, where the optimizer updates weights in
+  // place): when it returns true, run_micro_step throws MicroStepAbandoned. Null: never polled. The
+  // trainer passes its SIGINT/SIGTERM flag, so a long step stops within one op (docs/training.md).
+  bool (*stop_requested)() = nullptr;
+};
+
+// Thrown by run_micro_step when options.stop_requested() became true between two ops. Only activations
+// and gradients were written, so the weights and optimizer state are those of the last completed step.
+struct MicroStepAbandoned : std::runtime_error {
+  MicroStepAbandoned() : std::runtime_error("micro-step abandoned on a stop request") {}
 };
 
 class Executor {
@@ -58,7 +69,8 @@ class Executor {
   void zero_gradients();
   // One micro-step: forward, (recompute), backward. Inputs must have been filled via i32(...) / f32/f64(loss_grad).
   // Returns the loss (graph.loss_tensor). micro_step 0 starts an optimizer step: gradients are zeroed first
-  // (so calling zero_gradients() before it is harmless but not needed).
+  // (so calling zero_gradients() before it is harmless but not needed). Throws MicroStepAbandoned when
+  // options.stop_requested says so between two ops.
   double run_micro_step(int64_t step, int64_t micro_step);
   // The step tail: all_reduce ops through `comm` (may be null when data_parallel == 1), grad_norm, and
   // optimizer_update ops through `optimizer` (slot i == graph.params[i]) with learning rate `lr`.

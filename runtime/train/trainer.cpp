@@ -12,17 +12,20 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <thread>
 
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/machine_memory.hpp"
 #include "models/builder.hpp"
+#include "models/memory_plan.hpp"
 #include "models/model_spec.hpp"
 #include "models/op_times.hpp"
 #include "models/task_graph.hpp"
-#include "runtime/checkpoint/atomic_file.hpp"
 #include "runtime/checkpoint/checkpoint.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/data/pretraining_dataset.hpp"
@@ -35,6 +38,7 @@ namespace ptsim::runtime {
 namespace {
 
 using core::InputError;
+using core::write_file_atomic;
 using core::Json;
 namespace fs = std::filesystem;
 
@@ -120,6 +124,8 @@ void validate_config(const TrainConfig& c) {
   if (c.checkpoint_every < 0) fail(fmt::format("--checkpoint-every must be >= 0, got {}", c.checkpoint_every));
   if (c.checkpoint_every > 0 && c.checkpoint_dir.empty()) fail("--checkpoint-every needs --checkpoint-dir");
   if (c.resume && c.checkpoint_dir.empty()) fail("--resume needs --checkpoint-dir (the directory to resume from)");
+  if (c.overwrite && c.checkpoint_dir.empty()) fail("--overwrite needs --checkpoint-dir (the directory to start afresh)");
+  if (c.overwrite && c.resume) fail("--overwrite and --resume contradict each other: give one (continue, or start afresh)");
   if (c.threads < 0) fail(fmt::format("--threads must be >= 0, got {}", c.threads));
   if (c.progress_every < 0) fail(fmt::format("--progress-every must be >= 0, got {}", c.progress_every));
 }
@@ -183,29 +189,54 @@ Json hf_bert_config(const models::ModelSpec& m) {
           {"torch_dtype", "float32"}};
 }
 
+// The metrics JSONL is streamed to its target, not written to a temporary file and renamed: it is read
+// while training runs (tail -f, plots), and a run killed mid-way must leave the lines of the steps it did.
+// So: the target must be a regular file or absent (checked at open), every line is flushed and checked
+// (a full disk is exit 1 at that step, not a silent gap), and it is fsynced at every checkpoint, so the
+// lines up to a checkpoint are as durable as the checkpoint (docs/training.md).
 namespace {
 
 class MetricsLog {
  public:
   MetricsLog(const std::string& path, bool append) {
-    if (path.empty()) return;
-    file_ = std::fopen(path.c_str(), append ? "a" : "w");
-    if (!file_) throw InputError(fmt::format("ptsim train: cannot open the metrics file '{}' for writing", path));
+    if (!path.empty()) file_ = std::make_unique<core::CheckedAppendFile>(path, append, "--metrics");
   }
-  ~MetricsLog() {
-    if (file_) std::fclose(file_);
-  }
-  MetricsLog(const MetricsLog&) = delete;
-  MetricsLog& operator=(const MetricsLog&) = delete;
   void write(const Json& line) {
-    if (!file_) return;
-    std::fputs((line.dump() + "\n").c_str(), file_);
-    std::fflush(file_);
+    if (file_) file_->write_line(line.dump());
+  }
+  void sync() {
+    if (file_) file_->sync();
+  }
+  void close() {
+    if (file_) file_->close();
   }
 
  private:
-  std::FILE* file_ = nullptr;
+  std::unique_ptr<core::CheckedAppendFile> file_;
 };
+
+// On --resume: the metrics lines of steps after the checkpoint came from a run that died before its next
+// checkpoint; the resumed run writes those steps again. Drop them (and a torn last line), atomically, so
+// the file holds each step once. Lines that are not ptsim metrics are kept as they are.
+void trim_metrics_after(const std::string& path, int64_t last_step) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;  // absent: nothing to trim
+  std::string kept, line;
+  bool dropped = false;
+  while (std::getline(in, line)) {
+    const bool complete = !in.eof();  // a last line without "\n" is torn, or at least must get one
+    if (!complete) dropped = true;     // rewrite, so the next line does not join it
+    const Json j = Json::parse(line, nullptr, false);
+    const bool later = j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
+                       j["step"].get<int64_t>() > last_step;
+    if (later || (!complete && j.is_discarded())) {
+      dropped = true;
+      continue;
+    }
+    (kept += line) += '\n';
+  }
+  if (dropped) write_file_atomic(path, kept, "--metrics");
+}
 
 class Trainer {
  public:
@@ -215,6 +246,7 @@ class Trainer {
   TrainSummary run() {
     setup();
     if (c_.resume) resume_from_checkpoint();
+    else claim_checkpoint_dir();
     loop();
     return summary_;
   }
@@ -224,7 +256,14 @@ class Trainer {
     validate_config(c_);
     rank_ = comm_.rank();
     world_ = comm_.size();
-    dataset_ = data::PretrainingDataset::open(c_.data_dir);
+    // Output paths are checked before any work, so a bad --op-times is not found out after the last step.
+    if (!c_.op_times_path.empty()) (void)core::writable_target(c_.op_times_path, "--op-times");
+    if (!c_.metrics_path.empty()) (void)core::writable_target(c_.metrics_path, "--metrics");
+    // DIR/vocab.txt must be the vocab the shards were made with (as 'ptsim data inspect' checks): a
+    // replaced vocab.txt would train on ids that mean other tokens.
+    data::DatasetOpenOptions open_options;
+    open_options.vocab_path = (fs::path(c_.data_dir) / "vocab.txt").string();
+    dataset_ = data::PretrainingDataset::open(c_.data_dir, open_options);
 
     models::ModelSpec model = models::load_model(c_.model);
     if (model.family != models::ModelFamily::bert)
@@ -247,11 +286,26 @@ class Trainer {
     recipe.gradient_clipping = c_.clipping;
     graph_ = std::make_unique<models::TaskGraph>(models::build_task_graph(model, recipe));
 
+    // The executor allocates its buffers as models::plan_memory lays them out (weights, gradients, optimizer
+    // moments, inputs, the activation arena): check that total against the machine before allocating.
+    // Ranks that share this machine (mpirun sets OMPI_COMM_WORLD_LOCAL_SIZE) each allocate as much.
+    const models::MemoryPlan plan = models::plan_memory(*graph_);
+    int local_ranks = 1;
+    if (const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); s && world_ > 1) local_ranks = std::max(1, std::atoi(s));
+    core::require_available_memory(
+        plan.total_bytes() * local_ranks,
+        fmt::format("ptsim train: {} at micro-batch {} × seq {}{}", graph_->model.name, c_.micro_batch,
+                    dataset_->seq_len(), local_ranks > 1 ? fmt::format(" × {} ranks on this machine", local_ranks) : ""),
+        "use a smaller --micro-batch (with --grad-accum for the same global batch) or a smaller model");
+
     ExecutorOptions eo;
     eo.compute = ComputeType::f32;
     eo.seed = c_.seed;
     eo.time_ops = true;
     eo.threads = c_.threads;
+    // One rank alone may stop between ops; with several, a rank leaving mid-step would leave the others
+    // waiting in the gradient all-reduce, so they agree at the step boundary instead (the loop's all-reduce).
+    if (world_ == 1) eo.stop_requested = stop_requested;
     executor_ = std::make_unique<Executor>(*graph_, eo);
     executor_->init_parameters(c_.seed);
     zero_vocab_padding();
@@ -332,22 +386,69 @@ class Trainer {
                                    ckpt->dir, to_json(saved_schedule).dump(), to_json(schedule_).dump()));
 
     std::vector<CheckpointTensorTarget> targets;
-    for (const models::Parameter& p : graph_->params) targets.push_back({p.name, saved_values(p, nullptr)});
+    for (const models::Parameter& p : graph_->params) {
+      std::vector<int64_t> shape;
+      std::span<float> values = saved_values(p, &shape);
+      targets.push_back({p.name, values, shape});
+    }
     restore_tensors(*ckpt, targets);  // padding rows keep the zeros of zero_vocab_padding()
     optimizer_->load_state(ckpt->optimizer, ckpt->dir + "/optimizer.safetensors");
 
-    const Json& cursor = field("data");
-    data::LoaderCursor lc;
-    lc.epoch = cursor.at("epoch").get<uint64_t>();
-    lc.offset = cursor.at("offset").get<uint64_t>();
+    const data::LoaderCursor lc = checked_cursor(*ckpt, field("data"));
     loader_->seek(lc);
     start_step_ = ckpt->step + 1;
-    elapsed_before_ = extra.value("elapsed_seconds", 0.0);
+    const std::string state_path = ckpt->dir + "/state.json";
+    core::JsonReader er(extra, state_path, "extra");
+    elapsed_before_ = er.get_non_negative("elapsed_seconds", 0.0);
+    if (!std::isfinite(elapsed_before_)) er.fail("elapsed_seconds", "a finite number of seconds >= 0");
     last_checkpoint_step_ = ckpt->step;
     summary_.checkpoint = ckpt->dir;
     if (progress_)
       fmt::print(progress_, "resumed from {} (step {}, data epoch {} offset {})\n", ckpt->dir, ckpt->step, lc.epoch,
                  lc.offset);
+  }
+
+  // The saved data cursor, range-checked: every rank takes micro_batch × grad_accum instances per step from
+  // a cursor that starts at (0, 0), so the cursor after step N is fixed by N; any other value is corrupt.
+  data::LoaderCursor checked_cursor(const Checkpoint& ckpt, const Json& saved) {
+    const std::string state_path = ckpt.dir + "/state.json";
+    if (ckpt.step < 1 || ckpt.step > c_.steps)
+      throw InputError(fmt::format("{}: step {} is out of range for this run (1..--steps {})", state_path, ckpt.step,
+                                   c_.steps));
+    if (!saved.is_object()) throw InputError(fmt::format("{}: extra.data must be an object", state_path));
+    core::JsonReader r(saved, state_path, "extra.data");
+    const long long epoch = r.require_int("epoch");
+    const long long offset = r.require_int("offset");
+    if (epoch < 0) r.fail("epoch", "an epoch count >= 0");
+    if (offset < 0) r.fail("offset", "an instance offset >= 0");
+    const uint64_t per_rank = loader_->instances_per_epoch();
+    const uint64_t taken = static_cast<uint64_t>(ckpt.step) * static_cast<uint64_t>(c_.micro_batch * c_.grad_accum);
+    data::LoaderCursor expected{taken / per_rank, taken % per_rank};
+    data::LoaderCursor lc{static_cast<uint64_t>(epoch), static_cast<uint64_t>(offset)};
+    if (!(lc == expected))
+      throw InputError(fmt::format("{}: extra.data is epoch {} offset {}, but after step {} of micro-batch {} × "
+                                   "accumulation {} over {} instances per rank it must be epoch {} offset {} (corrupt "
+                                   "checkpoint, or another dataset)",
+                                   state_path, epoch, offset, ckpt.step, c_.micro_batch, c_.grad_accum, per_rank,
+                                   expected.epoch, expected.offset));
+    return lc;
+  }
+
+  // A fresh run must not mix its checkpoints with another run's (a later --resume would pick whichever
+  // `latest` names, and step_<N> of the old run would survive next to the new ones): refuse unless told.
+  void claim_checkpoint_dir() {
+    if (c_.checkpoint_dir.empty()) return;
+    const std::optional<std::string> existing = find_latest_checkpoint(c_.checkpoint_dir);
+    if (!existing) return;
+    if (!c_.overwrite)
+      throw InputError(fmt::format("ptsim train: --checkpoint-dir '{}' already holds a run (latest checkpoint {}); "
+                                   "give --resume to continue it, --overwrite to delete its checkpoints and start "
+                                   "afresh, or another directory",
+                                   c_.checkpoint_dir, *existing));
+    if (rank_ == 0) {
+      remove_checkpoints(c_.checkpoint_dir);
+      if (progress_) fmt::print(progress_, "--overwrite: removed the checkpoints in {}\n", c_.checkpoint_dir);
+    }
   }
 
   void save(int64_t step) {
@@ -370,8 +471,8 @@ class Trainer {
                     {"dropout_rng", "hash(seed, step, micro_step, op stream): no state to save"},
                     {"elapsed_seconds", elapsed_before_ + seconds_between(t_start_, Clock::now())},
                     {"last_loss", last_loss_}};
-      const std::string dir = save_checkpoint(c_.checkpoint_dir, step, views, optimizer_->save_state(), extra);
-      write_file_atomic((fs::path(dir) / "config.json").string(), hf_bert_config(graph_->model).dump(2) + "\n");
+      const CheckpointExtraFile config[] = {{"config.json", hf_bert_config(graph_->model).dump(2) + "\n"}};
+      const std::string dir = save_checkpoint(c_.checkpoint_dir, step, views, optimizer_->save_state(), extra, config);
       summary_.checkpoint = dir;
       if (progress_) fmt::print(progress_, "checkpoint {}\n", dir);
     }
@@ -421,6 +522,7 @@ class Trainer {
 
   void loop() {
     print_header();
+    if (rank_ == 0 && c_.resume && !c_.metrics_path.empty()) trim_metrics_after(c_.metrics_path, start_step_ - 1);
     MetricsLog metrics(rank_ == 0 ? c_.metrics_path : std::string(), c_.resume);
     t_start_ = Clock::now();
     summary_.first_step = start_step_;
@@ -438,12 +540,27 @@ class Trainer {
       const auto t0 = Clock::now();
       executor_->zero_gradients();
       double loss_sum = 0, mlm_sum = 0, nsp_sum = 0;
-      for (int64_t micro = 0; micro < c_.grad_accum; ++micro) {
-        loader_->next_batch(static_cast<int32_t>(c_.micro_batch), batch);
-        fill_inputs(batch);
-        loss_sum += executor_->run_micro_step(step, micro);
-        if (mlm_tensor_ >= 0) mlm_sum += executor_->f32(mlm_tensor_)[0];
-        if (nsp_tensor_ >= 0) nsp_sum += executor_->f32(nsp_tensor_)[0];
+      // A stop request between two ops abandons the step: only activations and gradients were written, so
+      // rewinding the data cursor to the step's start leaves exactly the state after step - 1, which the
+      // stop checkpoint below saves; a resume then repeats this step bit for bit.
+      const data::LoaderCursor step_start = loader_->position();
+      bool abandoned = false;
+      try {
+        for (int64_t micro = 0; micro < c_.grad_accum; ++micro) {
+          loader_->next_batch(static_cast<int32_t>(c_.micro_batch), batch);
+          fill_inputs(batch);
+          loss_sum += executor_->run_micro_step(step, micro);
+          if (mlm_tensor_ >= 0) mlm_sum += executor_->f32(mlm_tensor_)[0];
+          if (nsp_tensor_ >= 0) nsp_sum += executor_->f32(nsp_tensor_)[0];
+        }
+      } catch (const MicroStepAbandoned&) {
+        abandoned = true;
+      }
+      if (abandoned) {
+        loader_->seek(step_start);
+        stop = true;
+        abandoned_step_ = step;
+        break;  // `step` stays the abandoned one: done = step - 1 below
       }
       const double lr = schedule_.lr(step);
       executor_->run_step_tail(step_comm, optimizer_.get(), lr);
@@ -468,9 +585,13 @@ class Trainer {
       if (step == start_step_) {
         first_step_op_seconds = executor_->op_seconds();
         executor_->reset_timers();
+        completed_op_seconds_.assign(first_step_op_seconds.size(), 0.0);
       } else {
         measured_seconds += step_seconds;
         ++measured_steps;
+        // The timers as of this completed step: a step abandoned later adds its partial ops to the
+        // executor's timers, which must not reach --op-times.
+        if (!c_.op_times_path.empty()) completed_op_seconds_ = executor_->op_seconds();
       }
       const double elapsed = elapsed_before_ + seconds_between(t_start_, t1);
       const double rate_seconds = measured_steps > 0 ? measured_seconds / static_cast<double>(measured_steps) : step_seconds;
@@ -498,11 +619,17 @@ class Trainer {
       }
       if (!std::isfinite(loss))
         throw std::runtime_error(fmt::format("loss is {} at step {} (try a lower --lr)", loss, step));
-      if (c_.checkpoint_every > 0 && step % c_.checkpoint_every == 0 && step != last) save(step);
+      if (c_.checkpoint_every > 0 && step % c_.checkpoint_every == 0 && step != last) {
+        metrics.sync();
+        save(step);
+      }
     }
     const int64_t done = step - 1;
     summary_.stopped_early = done < c_.steps;
+    metrics.close();
     if (done >= start_step_ && last_checkpoint_step_ != done) save(done);
+    if (progress_ && abandoned_step_ > 0)
+      fmt::print(progress_, "stop requested during step {}: its partial work is discarded\n", abandoned_step_);
     if (progress_ && stop)
       fmt::print(progress_, "stopped by {} after step {}{}\n",
                  g_stop_signal == SIGINT ? "SIGINT" : g_stop_signal == SIGTERM ? "SIGTERM" : "a signal on another rank", done,
@@ -513,7 +640,7 @@ class Trainer {
   }
 
   void write_op_times(const std::vector<double>& first_step, int64_t measured_steps) {
-    std::vector<double> per_step = measured_steps > 0 ? executor_->op_seconds() : first_step;
+    std::vector<double> per_step = measured_steps > 0 ? completed_op_seconds_ : first_step;
     const double n = measured_steps > 0 ? static_cast<double>(measured_steps) : 1.0;
     for (double& s : per_step) s /= n;
     models::OpTimesInfo info;
@@ -526,7 +653,7 @@ class Trainer {
       for (double s : per_step) total += s;
       info.step_seconds = total;  // only the warm-up step ran: best available
     }
-    write_file_atomic(c_.op_times_path, models::op_times_json(*graph_, per_step, info).dump(1) + "\n");
+    write_file_atomic(c_.op_times_path, models::op_times_json(*graph_, per_step, info).dump(1) + "\n", "--op-times");
   }
 
   const TrainConfig& c_;
@@ -548,6 +675,8 @@ class Trainer {
   int nsp_tensor_ = -1;
   int64_t start_step_ = 1;
   int64_t last_checkpoint_step_ = -1;
+  int64_t abandoned_step_ = 0;
+  std::vector<double> completed_op_seconds_;  // executor op timers after the last completed measured step  // > 0: the step a stop request cut short (nothing of it was kept)
   double elapsed_before_ = 0;
   double last_loss_ = 0;
   Clock::time_point t_start_ = Clock::now();

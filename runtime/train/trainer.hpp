@@ -38,6 +38,7 @@ struct TrainConfig {
   std::string checkpoint_dir;           // empty: no checkpoints
   int64_t checkpoint_every = 0;         // > 0: also every K steps (always at the end and on a stop)
   bool resume = false;                  // continue from checkpoint_dir's latest checkpoint
+  bool overwrite = false;               // checkpoint_dir holds another run: remove its checkpoints first
   std::string metrics_path;             // JSONL, one line per step (appended to on resume)
   std::string op_times_path;            // ptsim.op_times.v1 JSON, averaged over steps after the first
   int64_t progress_every = 10;          // progress line every N steps (0: none)

@@ -12,7 +12,7 @@
 
 #include "core/error.hpp"
 #include "tests/support/temp_dir.hpp"
-#include "runtime/checkpoint/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 #include "runtime/checkpoint/checkpoint.hpp"
 #include "runtime/optim/lr_schedule.hpp"
 #include "runtime/optim/optimizer.hpp"
@@ -21,6 +21,7 @@ using ptsim::core::InputError;
 using ptsim::core::Json;
 using ptsim::models::OptimizerKind;
 using namespace ptsim::runtime;
+using namespace ptsim::core;
 namespace fs = std::filesystem;
 
 namespace {
@@ -88,7 +89,7 @@ TEST_CASE("save then load is bit-identical, and training continues identically")
 
   // Restore into a second model + optimizer and take one more step on both: same bits.
   TinyModel m2;
-  const CheckpointTensorTarget targets[] = {{"enc.w", m2.w}, {"enc.b", m2.b}};
+  const CheckpointTensorTarget targets[] = {{"enc.w", m2.w, {2, 3}}, {"enc.b", m2.b, {}}};
   restore_tensors(*c, targets);
   Lamb opt2(default_optimizer_config(OptimizerKind::lamb), m2.slots());
   opt2.load_state(c->optimizer, c->dir);
@@ -187,7 +188,7 @@ TEST_CASE("corrupt or mismatched checkpoints are input errors naming the file") 
   const CheckpointTensorTarget wrong_size[] = {{"enc.w", small}, {"enc.b", m.b}};
   CHECK_THROWS_WITH_AS(restore_tensors(c, wrong_size), doctest::Contains("'enc.w' has 6 elements, the model expects 3"),
                        InputError);
-  const CheckpointTensorTarget missing[] = {{"enc.w", m.w}};
+  const CheckpointTensorTarget missing[] = {{"enc.w", m.w, {2, 3}}};
   CHECK_THROWS_WITH_AS(restore_tensors(c, missing), doctest::Contains("'enc.b' matches no model tensor"), InputError);
 
   // Optimizer state of another kind.

@@ -7,7 +7,7 @@
 #include <exception>
 #include <filesystem>
 
-#include "runtime/checkpoint/atomic_file.hpp"
+#include "core/atomic_file.hpp"
 #include "tests/runtime/golden/golden_inputs.hpp"
 
 int main(int argc, char** argv) {
@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
       test::golden::make_weights(ex);
       test::golden::write_model(dir + "/model.safetensors", ex);
       test::golden::write_batch(dir + "/batch.safetensors", test::golden::make_batch(c));
-      runtime::write_file_atomic(dir + "/config.json", c.hf_config.dump(2) + "\n");
+      core::write_file_atomic(dir + "/config.json", c.hf_config.dump(2) + "\n");
       std::printf("wrote %s/{config.json,model.safetensors,batch.safetensors}\n", dir.c_str());
     }
     return 0;

@@ -1,0 +1,54 @@
+// core/machine_memory.cpp — MemAvailable from /proc/meminfo, and the up-front memory check.
+#include "core/machine_memory.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace ptsim::core {
+
+std::optional<uint64_t> available_memory_bytes() {
+  if (const char* forced = std::getenv("PTSIM_MEM_AVAILABLE_BYTES"); forced && *forced) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(forced, &end, 10);
+    if (end && *end == '\0') return v;
+  }
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    // "MemAvailable:   12345678 kB"
+    if (line.rfind("MemAvailable:", 0) != 0) continue;
+    std::istringstream fields(line.substr(13));
+    uint64_t kib = 0;
+    std::string unit;
+    if (fields >> kib >> unit && unit == "kB") return kib * 1024;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::string format_bytes(double bytes) {
+  if (bytes >= 1024.0 * 1024 * 1024 * 1024) return fmt::format("{:.2f} TiB", bytes / (1024.0 * 1024 * 1024 * 1024));
+  if (bytes >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024));
+  if (bytes >= 1024.0 * 1024) return fmt::format("{:.2f} MiB", bytes / (1024.0 * 1024));
+  return fmt::format("{:.0f} bytes", bytes);
+}
+
+void require_available_memory(double needed_bytes, const std::string& what, const std::string& advice) {
+  const std::optional<uint64_t> available = available_memory_bytes();
+  if (!available) return;
+  if (!(needed_bytes > static_cast<double>(*available)) && std::isfinite(needed_bytes)) return;
+  const char* forced = std::getenv("PTSIM_MEM_AVAILABLE_BYTES");
+  throw InputError(fmt::format("{} needs {:.0f} bytes ({}) of memory, this machine has {} bytes ({}) available "
+                               "({}); {}",
+                               what, needed_bytes, format_bytes(needed_bytes), *available,
+                               format_bytes(static_cast<double>(*available)),
+                               forced && *forced ? "PTSIM_MEM_AVAILABLE_BYTES" : "MemAvailable in /proc/meminfo", advice));
+}
+
+}  // namespace ptsim::core
