@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "core/checked_math.hpp"
 #include "core/error.hpp"
 #include "models/builder.hpp"
 #include "reports/text_table.hpp"
@@ -32,6 +33,76 @@ const hwprofiles::PriceItem* find_price(const hwprofiles::ProfileSet& profiles, 
 // Hardware FLOPs (including recomputation) of one optimizer step's micro-steps.
 double hardware_flops_per_step(const models::TaskGraph& g) {
   return g.micro_step_flops() * static_cast<double>(g.micro_steps);
+}
+
+std::string phase_field(const Scenario& s, size_t i, const char* field) {
+  return fmt::format("{}: field 'phases[{}].{}'", s.file, i, field);
+}
+
+// Micro-steps per optimizer step: given, or what makes 'global_batch' exactly (never a rounded guess).
+int64_t phase_grad_accum(const Scenario& s, size_t i, int64_t dp) {
+  const PhaseSpec& ph = s.phases[i];
+  if (ph.grad_accum > 0) return ph.grad_accum;
+  if (ph.global_batch == 0) return 1;
+  const int64_t per_micro_step = core::checked_mul(ph.micro_batch, dp, phase_field(s, i, "micro_batch") + " × data-parallel ranks");
+  if (ph.global_batch % per_micro_step != 0)
+    throw core::InputError(fmt::format(
+        "{} is {}, but micro_batch {} × {} data-parallel ranks = {} sequences per micro-step does not divide it "
+        "(expected a multiple of {}, e.g. {} or {}; or give 'grad_accum')",
+        phase_field(s, i, "global_batch"), ph.global_batch, ph.micro_batch, dp, per_micro_step, per_micro_step,
+        std::max<int64_t>(1, ph.global_batch / per_micro_step) * per_micro_step,
+        (ph.global_batch / per_micro_step + 1) * per_micro_step));
+  return core::check_range(ph.global_batch / per_micro_step, core::ranges::grad_accum,
+                           phase_field(s, i, "global_batch") + " ÷ (micro_batch × data-parallel ranks), the grad_accum it implies,");
+}
+
+// micro_batch × grad_accum × dp, checked; a given 'global_batch' must be exactly that.
+int64_t phase_global_batch(const Scenario& s, size_t i, int64_t grad_accum, int64_t dp) {
+  const PhaseSpec& ph = s.phases[i];
+  const std::string what = phase_field(s, i, "micro_batch") + " × grad_accum × data-parallel ranks";
+  const int64_t global = core::checked_mul(core::checked_mul(ph.micro_batch, grad_accum, what), dp, what);
+  core::check_range(global, core::ranges::global_batch,
+                    fmt::format("{} (the global batch: {} × {} × {})", what, ph.micro_batch, grad_accum, dp));
+  if (ph.global_batch > 0 && ph.global_batch != global)
+    throw core::InputError(fmt::format("{} is {}, but micro_batch {} × grad_accum {} × {} data-parallel ranks = {} "
+                                       "(give one of 'global_batch' and 'grad_accum', or make them agree)",
+                                       phase_field(s, i, "global_batch"), ph.global_batch, ph.micro_batch, grad_accum,
+                                       dp, global));
+  return global;
+}
+
+// Optimizer steps: given, or ⌈epochs × dataset_sequences ÷ global batch⌉ within the documented range.
+int64_t phase_steps(const Scenario& s, size_t i, int64_t global_batch) {
+  const PhaseSpec& ph = s.phases[i];
+  if (ph.steps > 0) return ph.steps;
+  const double steps = std::ceil(ph.epochs * ph.dataset_sequences / static_cast<double>(global_batch));
+  if (!(steps >= 1) || steps > static_cast<double>(core::ranges::steps.max))
+    throw core::InputError(fmt::format("{}: epochs {} × dataset_sequences {} ÷ global batch {} = {:.4g} steps, "
+                                       "expected {}",
+                                       phase_field(s, i, "epochs"), ph.epochs, ph.dataset_sequences, global_batch,
+                                       steps, core::describe(core::ranges::steps)));
+  return static_cast<int64_t>(steps);
+}
+
+// A rental/spot/purchase price must be for this scenario's GPU (gpu_hour) or node (instance_hour, purchase):
+// charging a T4 price to a DGX-1 cluster would be a silently wrong cost.
+void check_price_target(const hwprofiles::PriceItem* price, const std::string& field, const Scenario& s,
+                        const sim::ClusterConfig& config) {
+  if (!price) return;
+  const bool purchase_field = field == "purchase";
+  const bool unit_fits = purchase_field ? price->unit == "purchase"
+                                        : price->unit == "gpu_hour" || price->unit == "instance_hour";
+  if (!unit_fits)
+    throw core::InputError(fmt::format("{}: field 'prices.{}': price '{}' is per '{}' (expected a {} price)", s.file,
+                                       field, price->name, price->unit,
+                                       purchase_field ? "'purchase'" : "'gpu_hour' or 'instance_hour'"));
+  const bool per_gpu = price->unit == "gpu_hour";
+  const std::string& target = per_gpu ? config.gpu.name : config.cluster.node.name;
+  if (price->applies_to != target)
+    throw core::InputError(fmt::format("{}: field 'prices.{}': price '{}' applies to {} '{}', but the cluster's {} is "
+                                       "'{}' (expected a price for '{}')",
+                                       s.file, field, price->name, per_gpu ? "GPU" : "node", price->applies_to,
+                                       per_gpu ? "GPU" : "node", target, target));
 }
 
 std::string hours_text(double seconds) {
@@ -95,14 +166,9 @@ Prediction predict_scenario(const Scenario& s, const hwprofiles::ProfileSet& pro
     p.name = ph.name;
     p.seq_len = ph.seq_len;
     p.micro_batch = ph.micro_batch;
-    p.grad_accum = ph.grad_accum > 0 ? ph.grad_accum
-                   : ph.global_batch > 0
-                       ? std::max<int64_t>(1, std::llround(static_cast<double>(ph.global_batch) /
-                                                           static_cast<double>(ph.micro_batch * dp)))
-                       : 1;
-    p.global_batch = p.micro_batch * p.grad_accum * dp;
-    p.steps = ph.steps > 0 ? ph.steps
-                           : static_cast<int64_t>(std::ceil(ph.epochs * ph.dataset_sequences / static_cast<double>(p.global_batch)));
+    p.grad_accum = phase_grad_accum(s, i, dp);
+    p.global_batch = phase_global_batch(s, i, p.grad_accum, dp);
+    p.steps = phase_steps(s, i, p.global_batch);
     models::Recipe r = s.recipe;
     r.seq_len = ph.seq_len;
     r.micro_batch = ph.micro_batch;
@@ -154,9 +220,15 @@ Prediction predict_scenario(const Scenario& s, const hwprofiles::ProfileSet& pro
   cost.nodes = s.nodes;
   cost.gpus_per_node = config.cluster.node.gpus_per_node;
   cost.hours = out.time_to_train_seconds / 3600;
-  if (const auto* p = find_price(profiles, s.prices.rental, "rental")) cost.rental = *p;
-  if (const auto* p = find_price(profiles, s.prices.spot, "spot")) cost.spot = *p;
-  if (const auto* p = find_price(profiles, s.prices.purchase, "purchase")) cost.node_purchase_usd = p->usd;
+  const auto* rental = find_price(profiles, s.prices.rental, "rental");
+  const auto* spot = find_price(profiles, s.prices.spot, "spot");
+  const auto* purchase = find_price(profiles, s.prices.purchase, "purchase");
+  check_price_target(rental, "rental", s, config);
+  check_price_target(spot, "spot", s, config);
+  check_price_target(purchase, "purchase", s, config);
+  if (rental) cost.rental = *rental;
+  if (spot) cost.spot = *spot;
+  if (purchase) cost.node_purchase_usd = purchase->usd;
   else cost.node_purchase_usd = config.cluster.node.purchase_usd;
   cost.network_purchase_usd_per_node = s.prices.network_purchase_usd_per_node;
   cost.amortisation_years = s.prices.amortisation_years;

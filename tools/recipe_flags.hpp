@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "core/checked_math.hpp"
 #include "models/recipe.hpp"
 
 namespace ptsim::tools {
@@ -39,6 +40,14 @@ inline void add_recipe_flags(CLI::App& app, RecipeFlags& f) {
 }
 
 inline models::Recipe to_recipe(const RecipeFlags& f) {
+  // Ranges named by flag (docs/input-ranges.md); validate_recipe repeats them for recipes from scenarios.
+  core::check_range(f.micro_batch, core::ranges::micro_batch, "--micro-batch");
+  core::check_range(f.seq_len, core::ranges::seq_len, "--seq-len");
+  core::check_range(f.grad_accum, core::ranges::grad_accum, "--grad-accum");
+  core::check_range(f.data_parallel, core::ranges::parallel, "--data-parallel");
+  core::check_range(f.tensor_parallel, core::ranges::parallel, "--tensor-parallel");
+  core::check_range(f.bucket_mb, core::ranges::bucket_mb, "--bucket-mb");
+  core::check_range(f.max_predictions, core::ranges::max_predictions, "--max-predictions");
   models::Recipe r;
   r.precision = models::parse_precision(f.precision, "--precision");
   r.optimizer = models::parse_optimizer(f.optimizer, "--optimizer");
