@@ -33,7 +33,7 @@ inline void add_recipe_flags(CLI::App& app, RecipeFlags& f) {
   app.add_option("--tensor-parallel", f.tensor_parallel, "Megatron tensor-parallel ranks")->capture_default_str();
   app.add_flag("--recompute", f.recompute, "recompute each layer's activations in backward");
   app.add_option("--bucket-mb", f.bucket_mb, "gradient all-reduce bucket size in MiB")->capture_default_str();
-  app.add_option("--max-predictions", f.max_predictions, "MLM predictions per sequence (0: 20 at 128, 80 at 512)")
+  app.add_option("--max-predictions", f.max_predictions, "MLM predictions per sequence (0: as data prepare, ceil(15% of seq-len) rounded up to a multiple of 4: 20 at 128, 80 at 512)")
       ->capture_default_str();
   app.add_flag("--no-dropout", f.no_dropout, "build without dropout ops");
   app.add_flag("--no-clipping", f.no_clipping, "no global-norm gradient clipping");
