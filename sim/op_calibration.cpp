@@ -50,6 +50,27 @@ Totals totals(const OpTimes& t, const hwprofiles::GpuProfile& gpu, std::map<std:
   return out;
 }
 
+void sum_fit_totals(const std::vector<OpTimes>& fit, const hwprofiles::GpuProfile& base,
+                    const hwprofiles::GpuProfile& after, OpFit& out) {
+  for (const auto& t : fit) {
+    Totals b = totals(t, base, &out.fit_by_kind, false);
+    Totals a = totals(t, after, &out.fit_by_kind, true);
+    out.fit_measured_seconds += b.measured;
+    out.fit_predicted_before += b.predicted;
+    out.fit_predicted_after += a.predicted;
+  }
+}
+
+// A fit needs some measured compute time: all zeros (e.g. a file written before any step ran) would make
+// every ratio predicted/measured infinite.
+void check_measured_time(const OpTimes& t, const core::JsonReader& r) {
+  double compute = 0;
+  for (const auto& m : t.ops)
+    if (!models::is_communication(m.op.kind)) compute += m.seconds_per_execution;
+  if (!(compute > 0) || !std::isfinite(compute))
+    r.fail("ops", fmt::format("measured 'seconds' with a positive, finite total over the compute ops, got {}", compute));
+}
+
 }  // namespace
 
 OpTimes load_op_times(const std::string& path) {
@@ -64,16 +85,21 @@ OpTimes load_op_times(const std::string& path) {
   r.get_int("steps", 0);
   r.get_string("model", "");
   core::JsonReader recipe = r.child("recipe");
-  t.micro_steps = recipe.require_positive_int("grad_accum");
+  t.micro_steps = recipe.require_int("grad_accum", core::ranges::grad_accum);
   for (const char* k : {"precision", "micro_batch", "seq_len", "optimizer", "data_parallel", "tensor_parallel"})
     recipe.ignore(k);
   recipe.finish();
   const core::Json& ops = r.raw("ops");
   if (!ops.is_array() || ops.empty()) r.fail("ops", "a non-empty list of ops");
+  std::vector<bool> seen(ops.size(), false);
   for (size_t i = 0; i < ops.size(); ++i) {
     core::JsonReader o(ops[i], path, fmt::format("ops[{}]", i));
     MeasuredOp m;
-    m.id = static_cast<int>(o.require_int("id"));
+    // The runtime writes every op of the TaskGraph once, ids 0 … n-1: any other id is not an op of it.
+    const core::IntRange ids{0, static_cast<int64_t>(ops.size()) - 1, "op ids of a TaskGraph with this many ops"};
+    m.id = static_cast<int>(o.require_int("id", ids));
+    if (seen[static_cast<size_t>(m.id)]) o.fail("id", fmt::format("each op id once, got {} again", m.id));
+    seen[static_cast<size_t>(m.id)] = true;
     m.name = o.require_string("name");
     m.op.kind = parse_kind(o.require_string("kind"), o);
     std::string phase = o.require_enum("phase", {"forward", "recompute", "backward", "communication", "optimizer"});
@@ -93,6 +119,7 @@ OpTimes load_op_times(const std::string& path) {
     t.ops.push_back(m);
   }
   r.finish();
+  check_measured_time(t, r);
   return t;
 }
 
@@ -119,17 +146,25 @@ OpFit fit_to_op_times(const std::vector<OpTimes>& fit, const std::vector<OpTimes
   };
   std::map<std::string, double> values;
   for (const auto& p : parameters) values[p] = get_parameter(base, p);
+  const std::map<std::string, double> prior = values;
   values = minimize_coordinatewise(values, objective, 1.0);
   OpFit out;
   out.values = values;
-  const hwprofiles::GpuProfile after = profile_with(values);
-  for (const auto& t : fit) {
-    Totals b = totals(t, base, &out.fit_by_kind, false);
-    Totals a = totals(t, after, &out.fit_by_kind, true);
-    out.fit_measured_seconds += b.measured;
-    out.fit_predicted_before += b.predicted;
-    out.fit_predicted_after += a.predicted;
+  sum_fit_totals(fit, base, profile_with(values), out);
+  // The objective weighs per-op errors; it can leave the step total (what predictions are used for) worse
+  // than before, e.g. -14% -> +17%. Never hand back parameters that do that: keep the prior ones.
+  const double error_before = std::abs(out.fit_predicted_before / out.fit_measured_seconds - 1);
+  const double error_after = std::abs(out.fit_predicted_after / out.fit_measured_seconds - 1);
+  if (error_after > error_before) {
+    out.kept_prior = true;
+    out.rejected_values = values;
+    out.rejected_predicted_after = out.fit_predicted_after;
+    out.values = prior;
+    out.fit_by_kind.clear();
+    out.fit_measured_seconds = out.fit_predicted_before = out.fit_predicted_after = 0;
+    sum_fit_totals(fit, base, profile_with(prior), out);
   }
+  const hwprofiles::GpuProfile after = profile_with(out.values);
   for (const auto& t : holdout) {
     out.has_holdout = true;
     Totals b = totals(t, base, nullptr, false);
