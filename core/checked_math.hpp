@@ -46,6 +46,7 @@ struct NumberRange {
 // The documented ranges (docs/input-ranges.md has the same table: keep them in step).
 namespace ranges {
 inline constexpr IntRange nodes{1, 1'000'000, "a million nodes is far beyond any cluster ever built"};
+inline constexpr IntRange per_node_count{1, 1'024, "per-node counts (GPUs, NICs, links) stay far below 1,024"};
 inline constexpr IntRange gpus_per_node{1, 1'024, "no node holds more than 1,024 accelerators"};
 inline constexpr IntRange layers{1, 10'000, "the deepest published transformers have a few hundred layers"};
 inline constexpr IntRange hidden{1, 1 << 20, "hidden sizes stay far below 2^20 (GPT-3: 12,288)"};
