@@ -45,7 +45,7 @@ struct NumberRange {
 
 // The documented ranges (docs/input-ranges.md has the same table: keep them in step).
 namespace ranges {
-inline constexpr IntRange nodes{1, 1'000'000, "a million nodes is far beyond any cluster ever built"};
+inline constexpr IntRange nodes{1, 100'000, "the largest clusters have ~10^5 GPUs; the simulation stays under a minute"};
 inline constexpr IntRange per_node_count{1, 1'024, "per-node counts (GPUs, NICs, links) stay far below 1,024"};
 inline constexpr IntRange gpus_per_node{1, 1'024, "no node holds more than 1,024 accelerators"};
 inline constexpr IntRange layers{1, 10'000, "the deepest published transformers have a few hundred layers"};
@@ -65,7 +65,7 @@ inline constexpr IntRange max_predictions{0, 1 << 20, "masked positions per sequ
 inline constexpr IntRange parallel{1, 1 << 24, "parallel ranks up to 2^24 (nodes × GPUs per node)"};
 inline constexpr IntRange channels{0, 1'024, "NCCL uses at most 32 channels; 0 = one per NIC"};
 inline constexpr IntRange every_steps{0, int64_t{1} << 40, "0 = never; otherwise at most the steps of a run"};
-inline constexpr IntRange nodes_per_leaf{0, 1'000'000, "0 = one switch for all nodes; at most the node count range"};
+inline constexpr IntRange nodes_per_leaf{0, 100'000, "0 = one switch for all nodes; at most the node count range"};
 inline constexpr NumberRange epochs{0, 1e6, true, "a million passes over a dataset is far beyond any run"};
 inline constexpr NumberRange dataset_sequences{0, 1e15, true, "10^15 sequences is far beyond any corpus"};
 inline constexpr NumberRange bucket_mb{0, 1 << 20, true, "gradient buckets up to 1 TiB"};

@@ -201,7 +201,13 @@ Scenario load_scenario(const std::string& name_or_path, const std::vector<std::s
   }
   Json json = core::load_json_file(path);
   for (const auto& o : overrides) apply_override(json, o);
-  return parse_scenario(json, path);
+  if (overrides.empty()) return parse_scenario(json, path);
+  try {
+    return parse_scenario(json, path);
+  } catch (const InputError& e) {
+    // The bad value may be the user's --set, not the file: say the file was edited.
+    throw InputError(fmt::format("{} [the scenario as edited by --set {}]", e.what(), fmt::join(overrides, ", --set ")));
+  }
 }
 
 }  // namespace ptsim::reports

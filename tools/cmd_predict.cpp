@@ -211,6 +211,10 @@ int run_predict_command(int argc, char** argv) {
     throw core::InputError("--data-parallel is derived from the cluster (--nodes × GPUs per node ÷ --tensor-parallel); "
                            "do not give it with --node");
   if (!node_name.empty()) {
+    // Named by flag here; the scenario built from them is range-checked again as "command line".
+    check_recipe_flag_ranges(flags);
+    core::check_range(nodes, core::ranges::nodes, "--nodes");
+    core::check_range(steps, core::ranges::steps, "--steps");
     core::Json j = scenario_from_flags(model_name, node_name, nodes, network, flags, steps);
     for (const auto& o : overrides) reports::apply_override(j, o);
     scenario = reports::parse_scenario(j, "command line");

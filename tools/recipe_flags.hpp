@@ -39,8 +39,8 @@ inline void add_recipe_flags(CLI::App& app, RecipeFlags& f) {
   app.add_flag("--no-clipping", f.no_clipping, "no global-norm gradient clipping");
 }
 
-inline models::Recipe to_recipe(const RecipeFlags& f) {
-  // Ranges named by flag (docs/input-ranges.md); validate_recipe repeats them for recipes from scenarios.
+// Ranges named by flag (docs/input-ranges.md); validate_recipe repeats them for recipes from scenarios.
+inline void check_recipe_flag_ranges(const RecipeFlags& f) {
   core::check_range(f.micro_batch, core::ranges::micro_batch, "--micro-batch");
   core::check_range(f.seq_len, core::ranges::seq_len, "--seq-len");
   core::check_range(f.grad_accum, core::ranges::grad_accum, "--grad-accum");
@@ -48,6 +48,10 @@ inline models::Recipe to_recipe(const RecipeFlags& f) {
   core::check_range(f.tensor_parallel, core::ranges::parallel, "--tensor-parallel");
   core::check_range(f.bucket_mb, core::ranges::bucket_mb, "--bucket-mb");
   core::check_range(f.max_predictions, core::ranges::max_predictions, "--max-predictions");
+}
+
+inline models::Recipe to_recipe(const RecipeFlags& f) {
+  check_recipe_flag_ranges(f);
   models::Recipe r;
   r.precision = models::parse_precision(f.precision, "--precision");
   r.optimizer = models::parse_optimizer(f.optimizer, "--optimizer");

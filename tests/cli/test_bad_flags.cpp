@@ -21,8 +21,9 @@ TEST_CASE("recipe flags outside their range") {
        {"--micro-batch is 9223372036854775807"}},
       {"--nodes beyond int", "predict --node dgx-1 --nodes 4294967297", {"--nodes"}},
       {"--nodes beyond range", "predict --node dgx-1 --nodes 2000000",
-       {"command line: field 'cluster.nodes'", "[1, 1000000]", "got 2000000"}},
-      {"--steps zero", "predict --node dgx-1 --steps 0", {"field 'phases[0].steps'", "got 0"}},
+       {"--nodes is 2000000", "[1, 100000]"}},
+      {"--micro-batch with --node", "predict --node dgx-1 --micro-batch 0", {"--micro-batch is 0"}},
+      {"--steps zero", "predict --node dgx-1 --steps 0", {"--steps is 0", "[1, 1099511627776]"}},
   });
 }
 
