@@ -45,13 +45,15 @@ int64_t phase_grad_accum(const Scenario& s, size_t i, int64_t dp) {
   if (ph.grad_accum > 0) return ph.grad_accum;
   if (ph.global_batch == 0) return 1;
   const int64_t per_micro_step = core::checked_mul(ph.micro_batch, dp, phase_field(s, i, "micro_batch") + " × data-parallel ranks");
-  if (ph.global_batch % per_micro_step != 0)
+  if (ph.global_batch % per_micro_step != 0) {
+    const int64_t below = ph.global_batch / per_micro_step * per_micro_step;  // the nearest multiples
+    const int64_t above = below + per_micro_step;
     throw core::InputError(fmt::format(
         "{} is {}, but micro_batch {} × {} data-parallel ranks = {} sequences per micro-step does not divide it "
-        "(expected a multiple of {}, e.g. {} or {}; or give 'grad_accum')",
+        "(expected a multiple of {}, e.g. {}; or give 'grad_accum')",
         phase_field(s, i, "global_batch"), ph.global_batch, ph.micro_batch, dp, per_micro_step, per_micro_step,
-        std::max<int64_t>(1, ph.global_batch / per_micro_step) * per_micro_step,
-        (ph.global_batch / per_micro_step + 1) * per_micro_step));
+        below > 0 ? fmt::format("{} or {}", below, above) : std::to_string(above)));
+  }
   return core::check_range(ph.global_batch / per_micro_step, core::ranges::grad_accum,
                            phase_field(s, i, "global_batch") + " ÷ (micro_batch × data-parallel ranks), the grad_accum it implies,");
 }
