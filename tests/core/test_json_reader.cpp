@@ -1,7 +1,9 @@
-// tests/core/test_json_reader.cpp — strict JSON reading: messages name file and field; unknown keys fail.
+// tests/core/test_json_reader.cpp — strict JSON reading (messages name file and field; unknown and duplicate
+// keys fail; numbers beyond a double fail), range-checked reads, checked arithmetic, the shared MLM default.
 #include <doctest/doctest.h>
 
 #include "core/json_reader.hpp"
+#include "core/mlm_defaults.hpp"
 
 using ptsim::core::InputError;
 using ptsim::core::Json;
@@ -79,4 +81,15 @@ TEST_CASE("checked arithmetic throws InputError naming the quantity instead of w
   CHECK_THROWS_WITH_AS(checked_mul(INT64_MAX, 2, "global batch"), doctest::Contains("global batch: 9223372036854775807 × 2"),
                        InputError);
   CHECK_THROWS_AS(checked_add(INT64_MAX, 1, "steps"), InputError);
+}
+
+TEST_CASE("one masked-LM default for predict and data prepare: NVIDIA's 20 at seq 128 and 80 at seq 512") {
+  using ptsim::core::default_max_predictions;
+  // ⌈0.15 × S⌉ rounded up to a multiple of 4 (BERT's create_pretraining_data.py recipe, NVIDIA's values).
+  CHECK(default_max_predictions(128) == 20);  // 19.2 -> 20
+  CHECK(default_max_predictions(512) == 80);  // 76.8 -> 77 -> 80
+  CHECK(default_max_predictions(256) == 40);  // 38.4 -> 39 -> 40
+  CHECK(default_max_predictions(64) == 12);   // 9.6 -> 10 -> 12 (predict once used 20 here)
+  CHECK(default_max_predictions(2) == 2);     // never more than the sequence
+  CHECK(default_max_predictions(128, 0.2) == 28);  // 25.6 -> 26 -> 28: data prepare's --masked-lm-prob
 }
