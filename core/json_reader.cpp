@@ -4,21 +4,101 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
+#include <set>
 #include <fstream>
 #include <sstream>
 
 namespace ptsim::core {
+
+namespace {
+
+// Follows the parser through the document so errors can name the field: one frame per open object or
+// array (the current key or element index), plus the keys already seen in each object (duplicates).
+class ParsePath {
+ public:
+  explicit ParsePath(const std::string& source) : source_(source) {}
+
+  bool on_event(Json::parse_event_t event, const Json& parsed) {
+    using E = Json::parse_event_t;
+    switch (event) {
+      case E::object_start: frames_.push_back({true, {}, "", 0}); break;
+      case E::array_start: frames_.push_back({false, {}, "", 0}); break;
+      case E::key: on_key(parsed.get<std::string>()); break;
+      case E::object_end:
+      case E::array_end:
+        frames_.pop_back();
+        element_done();
+        break;
+      case E::value: element_done(); break;
+    }
+    return true;  // keep every value
+  }
+
+  // Dotted path of the value being parsed, e.g. "phases[0].epochs" ("the document" at the top).
+  std::string path() const {
+    std::string out;
+    for (const auto& f : frames_) {
+      if (f.object && !f.key.empty()) out += (out.empty() ? "" : ".") + f.key;
+      if (!f.object) out += fmt::format("[{}]", f.index);
+    }
+    return out;
+  }
+
+ private:
+  struct Frame {
+    bool object;
+    std::set<std::string> keys;
+    std::string key;
+    size_t index;
+  };
+
+  // nlohmann::json keeps the last of duplicate keys silently; a duplicate is almost always an edit
+  // mistake (two values for one field), so it is refused rather than guessed.
+  void on_key(const std::string& key) {
+    Frame& f = frames_.back();
+    f.key = key;
+    if (!f.keys.insert(key).second)
+      throw InputError(fmt::format("{}: duplicate key '{}' (field '{}' is given twice; keep one)", source_, key, path()));
+  }
+
+  void element_done() {
+    if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
+  }
+
+  const std::string& source_;
+  std::vector<Frame> frames_;
+};
+
+}  // namespace
+
+Json parse_json_text(const std::string& text, const std::string& source) {
+  ParsePath where(source);
+  auto callback = [&where](int /*depth*/, Json::parse_event_t event, Json& parsed) {
+    return where.on_event(event, parsed);
+  };
+  try {
+    return Json::parse(text, callback);
+  } catch (const Json::parse_error& e) {
+    throw InputError(fmt::format("{}: not valid JSON: {}", source, e.what()));
+  } catch (const Json::out_of_range& e) {
+    // nlohmann reports a number beyond ±1.8e308 (e.g. 1e400) as out_of_range 406.
+    const std::string field = where.path();
+    throw InputError(fmt::format("{}: {}: a number that does not fit a double ({}); expected a finite number "
+                                 "of magnitude below 1.8e308",
+                                 source, field.empty() ? "the document" : "field '" + field + "'", e.what()));
+  } catch (const Json::exception& e) {
+    throw InputError(fmt::format("{}: not valid JSON: {}", source, e.what()));
+  }
+}
 
 Json load_json_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError(fmt::format("{}: cannot open file (expected a readable JSON file)", path));
   std::stringstream buffer;
   buffer << in.rdbuf();
-  try {
-    return Json::parse(buffer.str());
-  } catch (const Json::parse_error& e) {
-    throw InputError(fmt::format("{}: not valid JSON: {}", path, e.what()));
-  }
+  if (in.bad()) throw InputError(fmt::format("{}: cannot read the file (expected a readable JSON file)", path));
+  return parse_json_text(buffer.str(), path);
 }
 
 JsonReader::JsonReader(const Json& object, std::string source, std::string context)
@@ -80,7 +160,34 @@ double JsonReader::require_non_negative(const std::string& key) {
 long long JsonReader::require_int(const std::string& key) {
   const Json& v = at(key);
   if (!v.is_number_integer()) fail(key, fmt::format("an integer, got {}", v.dump()));
+  // An unsigned literal above 2^63 - 1 would wrap negative in long long: refuse it instead.
+  if (v.is_number_unsigned() && v.get<unsigned long long>() > static_cast<unsigned long long>(INT64_MAX))
+    fail(key, fmt::format("an integer below 2^63, got {}", v.dump()));
   return v.get<long long>();
+}
+
+long long JsonReader::require_int(const std::string& key, const IntRange& range) {
+  const Json& v = at(key);
+  const bool fits = v.is_number_integer() &&
+                    !(v.is_number_unsigned() && v.get<unsigned long long>() > static_cast<unsigned long long>(INT64_MAX));
+  if (!fits) fail(key, fmt::format("{}, got {}", describe(range), v.dump()));
+  const long long x = v.get<long long>();
+  if (x < range.min || x > range.max) fail(key, fmt::format("{}, got {}", describe(range), x));
+  return x;
+}
+
+long long JsonReader::get_int(const std::string& key, const IntRange& range, long long fallback) {
+  return has(key) ? require_int(key, range) : fallback;
+}
+
+double JsonReader::require_number(const std::string& key, const NumberRange& range) {
+  const double x = require_number(key);
+  if (!in_range(x, range)) fail(key, fmt::format("{}, got {}", describe(range), x));
+  return x;
+}
+
+double JsonReader::get_number(const std::string& key, const NumberRange& range, double fallback) {
+  return has(key) ? require_number(key, range) : fallback;
 }
 
 long long JsonReader::require_positive_int(const std::string& key) {

@@ -1,6 +1,8 @@
 // core/json_reader.hpp — strict reading of JSON objects from user files.
 // Every read names the file and the dotted field path in its error; unknown keys are errors
 // (call finish() after reading all fields). Used by models/, hwprofiles/ and reports/ scenarios.
+// Every JSON input goes through parse_json_text/load_json_file: duplicate keys and numbers that do not
+// fit a double are InputErrors naming the file and the field.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -8,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/checked_math.hpp"
 #include "core/error.hpp"
 
 namespace ptsim::core {
@@ -16,6 +19,9 @@ using Json = nlohmann::json;
 
 // Parse a whole file as JSON; InputError names the file and the parse position on failure.
 Json load_json_file(const std::string& path);
+// Parse JSON text from `source` (a file name, "--set ..."): InputError on a syntax error, a duplicate key
+// or a number that does not fit a double, naming the source and the field's dotted path.
+Json parse_json_text(const std::string& text, const std::string& source);
 
 class JsonReader {
  public:
@@ -32,6 +38,11 @@ class JsonReader {
   long long require_int(const std::string& key);
   long long require_positive_int(const std::string& key);
   bool require_bool(const std::string& key);
+  // Range-checked reads (core/checked_math.hpp, docs/input-ranges.md): the error names the value and range.
+  long long require_int(const std::string& key, const IntRange& range);
+  long long get_int(const std::string& key, const IntRange& range, long long fallback);
+  double require_number(const std::string& key, const NumberRange& range);
+  double get_number(const std::string& key, const NumberRange& range, double fallback);
 
   std::string get_string(const std::string& key, const std::string& fallback);
   double get_number(const std::string& key, double fallback);

@@ -69,7 +69,7 @@ double read_quantity(JsonReader& r, const std::string& key, Dimension dim, Range
   JsonReader q = r.child(key);
   double value = 0;
   if (dim == Dimension::count) {
-    value = static_cast<double>(q.require_positive_int("value"));
+    value = static_cast<double>(q.require_int("value", core::ranges::per_node_count));
   } else if (range == Range::positive) {
     value = q.require_positive("value");
   } else if (range == Range::non_negative) {

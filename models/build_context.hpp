@@ -4,15 +4,26 @@
 #include <string>
 #include <vector>
 
+#include "core/checked_math.hpp"
 #include "models/task_graph.hpp"
 
 namespace ptsim::models {
+
+// Elements of a tensor shape, with checked multiplication (InputError naming the tensor on overflow).
+inline int64_t shape_elements(const std::string& name, const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n = core::checked_mul(n, d, "tensor '" + name + "' elements");
+  return n;
+}
 
 struct BuildContext {
   TaskGraph& graph;
   DType act_dtype;
 
   int new_tensor(const std::string& name, std::vector<int64_t> shape, DType dtype, TensorRole role, int layer) {
+    // Shapes come from user sizes (model, recipe): their products must not wrap, so every later
+    // elements()/bytes() of this tensor is exact.
+    core::checked_mul(shape_elements(name, shape), dtype_bytes(dtype), "tensor '" + name + "' bytes");
     Tensor t;
     t.name = name;
     t.shape = std::move(shape);

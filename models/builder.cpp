@@ -58,8 +58,7 @@ class ForwardBuilder {
     p.name = name;
     p.decay = decay;
     p.layer = layer;
-    p.elements = 1;
-    for (int64_t s : shape) p.elements *= s;
+    p.elements = shape_elements(name, shape);
     int index = static_cast<int>(g_.params.size());
     auto make = [&](const std::string& suffix, DType dtype, TensorRole role) {
       int id = ctx_.new_tensor(name + suffix, shape, dtype, role, layer);

@@ -45,15 +45,14 @@ ModelSpec parse_ptsim_model(JsonReader& r) {
   ModelSpec m;
   m.name = r.require_string("name");
   m.family = r.require_enum("family", {"bert", "gpt2"}) == "bert" ? ModelFamily::bert : ModelFamily::gpt2;
-  m.num_layers = r.require_positive_int("num_layers");
-  m.hidden_size = r.require_positive_int("hidden_size");
-  m.num_heads = r.require_positive_int("num_heads");
-  m.intermediate_size = r.get_positive_int("intermediate_size", 4 * m.hidden_size);
-  m.vocab_size = r.require_positive_int("vocab_size");
-  m.vocab_pad_multiple = r.get_positive_int("vocab_pad_multiple", 8);
-  m.max_position_embeddings = r.get_positive_int("max_position_embeddings", 512);
-  m.type_vocab_size = r.get_int("type_vocab_size", m.family == ModelFamily::bert ? 2 : 0);
-  if (m.type_vocab_size < 0) r.fail("type_vocab_size", "a non-negative integer");
+  m.num_layers = r.require_int("num_layers", core::ranges::layers);
+  m.hidden_size = r.require_int("hidden_size", core::ranges::hidden);
+  m.num_heads = r.require_int("num_heads", core::ranges::heads);
+  m.intermediate_size = r.get_int("intermediate_size", core::ranges::intermediate, 4 * m.hidden_size);
+  m.vocab_size = r.require_int("vocab_size", core::ranges::vocab);
+  m.vocab_pad_multiple = r.get_int("vocab_pad_multiple", core::ranges::vocab_pad_multiple, 8);
+  m.max_position_embeddings = r.get_int("max_position_embeddings", core::ranges::positions, 512);
+  m.type_vocab_size = r.get_int("type_vocab_size", core::ranges::type_vocab, m.family == ModelFamily::bert ? 2 : 0);
   m.layer_norm_eps = r.get_positive("layer_norm_eps", m.family == ModelFamily::bert ? 1e-12 : 1e-5);
   m.hidden_dropout = r.get_non_negative("hidden_dropout", 0.1);
   m.attention_dropout = r.get_non_negative("attention_dropout", 0.1);
@@ -71,13 +70,14 @@ ModelSpec parse_hf_config(JsonReader& r, const std::string& source) {
   m.source = "HuggingFace config.json: " + source;
   if (model_type == "bert") {
     m.family = ModelFamily::bert;
-    m.num_layers = r.require_positive_int("num_hidden_layers");
-    m.hidden_size = r.require_positive_int("hidden_size");
-    m.num_heads = r.require_positive_int("num_attention_heads");
-    m.intermediate_size = r.get_positive_int("intermediate_size", 4 * m.hidden_size);
-    m.vocab_size = r.require_positive_int("vocab_size");
-    m.max_position_embeddings = r.get_positive_int("max_position_embeddings", 512);
-    m.type_vocab_size = r.get_positive_int("type_vocab_size", 2);
+    m.num_layers = r.require_int("num_hidden_layers", core::ranges::layers);
+    m.hidden_size = r.require_int("hidden_size", core::ranges::hidden);
+    m.num_heads = r.require_int("num_attention_heads", core::ranges::heads);
+    m.intermediate_size = r.get_int("intermediate_size", core::ranges::intermediate, 4 * m.hidden_size);
+    m.vocab_size = r.require_int("vocab_size", core::ranges::vocab);
+    m.max_position_embeddings = r.get_int("max_position_embeddings", core::ranges::positions, 512);
+    m.type_vocab_size = r.get_int("type_vocab_size", core::ranges::type_vocab, 2);
+    if (m.type_vocab_size < 1) r.fail("type_vocab_size", fmt::format("at least 1 segment type for BERT, got {}", m.type_vocab_size));
     m.layer_norm_eps = r.get_positive("layer_norm_eps", 1e-12);
     m.hidden_dropout = r.get_non_negative("hidden_dropout_prob", 0.1);
     m.attention_dropout = r.get_non_negative("attention_probs_dropout_prob", 0.1);
@@ -85,14 +85,14 @@ ModelSpec parse_hf_config(JsonReader& r, const std::string& source) {
       r.fail("hidden_act", "\"gelu\" (the only BERT activation ptsim builds)");
   } else if (model_type == "gpt2") {
     m.family = ModelFamily::gpt2;
-    m.num_layers = r.require_positive_int("n_layer");
-    m.hidden_size = r.require_positive_int("n_embd");
-    m.num_heads = r.require_positive_int("n_head");
+    m.num_layers = r.require_int("n_layer", core::ranges::layers);
+    m.hidden_size = r.require_int("n_embd", core::ranges::hidden);
+    m.num_heads = r.require_int("n_head", core::ranges::heads);
     m.intermediate_size = 4 * m.hidden_size;
-    if (r.has("n_inner") && !r.raw("n_inner").is_null()) m.intermediate_size = r.require_positive_int("n_inner");
-    m.vocab_size = r.require_positive_int("vocab_size");
+    if (r.has("n_inner") && !r.raw("n_inner").is_null()) m.intermediate_size = r.require_int("n_inner", core::ranges::intermediate);
+    m.vocab_size = r.require_int("vocab_size", core::ranges::vocab);
     m.vocab_pad_multiple = 128;
-    m.max_position_embeddings = r.get_positive_int("n_positions", 1024);
+    m.max_position_embeddings = r.get_int("n_positions", core::ranges::positions, 1024);
     m.type_vocab_size = 0;
     m.layer_norm_eps = r.get_positive("layer_norm_epsilon", 1e-5);
     m.hidden_dropout = r.get_non_negative("resid_pdrop", 0.1);
@@ -106,12 +106,7 @@ ModelSpec parse_hf_config(JsonReader& r, const std::string& source) {
 }  // namespace
 
 ModelSpec parse_model_json(const std::string& source, const std::string& text) {
-  Json j;
-  try {
-    j = Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    throw InputError(fmt::format("{}: not valid JSON: {}", source, e.what()));
-  }
+  const Json j = core::parse_json_text(text, source);
   JsonReader r(j, source);
   ModelSpec m = r.has("model_type") ? parse_hf_config(r, source) : parse_ptsim_model(r);
   check_consistency(m, source);

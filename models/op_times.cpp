@@ -3,7 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <stdexcept>
+#include <vector>
+
+#include "core/checked_math.hpp"
 
 namespace ptsim::models {
 namespace {
@@ -29,10 +33,15 @@ Phase parse_phase(core::JsonReader& o) {
                                     : Phase::optimizer;
 }
 
-MeasuredOp parse_op(const core::Json& entry, const std::string& source, size_t index, int64_t micro_steps) {
+MeasuredOp parse_op(const core::Json& entry, const std::string& source, size_t index, int64_t micro_steps,
+                    std::vector<bool>& seen) {
   core::JsonReader o(entry, source, fmt::format("ops[{}]", index));
   MeasuredOp m;
-  m.id = static_cast<int>(o.require_int("id"));
+  // The runtime writes every op of the TaskGraph once, ids 0 … n-1: any other id is not an op of it.
+  const core::IntRange ids{0, static_cast<int64_t>(seen.size()) - 1, "op ids of a TaskGraph with this many ops"};
+  m.id = static_cast<int>(o.require_int("id", ids));
+  if (seen[static_cast<size_t>(m.id)]) o.fail("id", fmt::format("each op id once, got {} again", m.id));
+  seen[static_cast<size_t>(m.id)] = true;
   m.name = o.require_string("name");
   m.op.kind = parse_kind(o.require_string("kind"), o);
   m.op.phase = parse_phase(o);
@@ -45,6 +54,16 @@ MeasuredOp parse_op(const core::Json& entry, const std::string& source, size_t i
   m.seconds_per_execution = o.require_non_negative("seconds") / executions;
   o.finish();
   return m;
+}
+
+// A fit needs some measured compute time: all zeros (e.g. a file written before any step ran) would make
+// every ratio predicted/measured infinite.
+void check_measured_time(const OpTimes& t, const core::JsonReader& r) {
+  double compute = 0;
+  for (const auto& m : t.ops)
+    if (!is_communication(m.op.kind)) compute += m.seconds_per_execution;
+  if (!(compute > 0) || !std::isfinite(compute))
+    r.fail("ops", fmt::format("measured 'seconds' with a positive, finite total over the compute ops, got {}", compute));
 }
 
 }  // namespace
@@ -93,14 +112,16 @@ OpTimes parse_op_times(const core::Json& document, const std::string& source) {
   r.get_int("steps", 0);
   r.get_string("model", "");
   core::JsonReader recipe = r.child("recipe");
-  t.micro_steps = recipe.require_positive_int("grad_accum");
+  t.micro_steps = recipe.require_int("grad_accum", core::ranges::grad_accum);
   for (const char* k : {"precision", "micro_batch", "seq_len", "optimizer", "data_parallel", "tensor_parallel"})
     recipe.ignore(k);
   recipe.finish();
   const core::Json& ops = r.raw("ops");
   if (!ops.is_array() || ops.empty()) r.fail("ops", "a non-empty list of ops");
-  for (size_t i = 0; i < ops.size(); ++i) t.ops.push_back(parse_op(ops[i], source, i, t.micro_steps));
+  std::vector<bool> seen(ops.size(), false);
+  for (size_t i = 0; i < ops.size(); ++i) t.ops.push_back(parse_op(ops[i], source, i, t.micro_steps, seen));
   r.finish();
+  check_measured_time(t, r);
   return t;
 }
 

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "core/checked_math.hpp"
 #include "core/error.hpp"
 
 namespace ptsim::models {
@@ -40,16 +41,14 @@ OptimizerKind parse_optimizer(const std::string& name, const std::string& what) 
 }
 
 void validate_recipe(const Recipe& r) {
-  auto positive = [](int64_t v, const char* flag) {
-    if (v <= 0) throw InputError(fmt::format("{} must be a positive integer, got {}", flag, v));
-  };
-  positive(r.micro_batch, "micro-batch");
-  positive(r.seq_len, "seq-len");
-  positive(r.grad_accum, "grad-accum");
-  positive(r.data_parallel, "data-parallel");
-  positive(r.tensor_parallel, "tensor-parallel");
-  if (r.bucket_bytes <= 0) throw InputError(fmt::format("bucket size must be positive, got {} bytes", r.bucket_bytes));
-  if (r.max_predictions < 0) throw InputError("max-predictions must be >= 0 (0 = derive from seq-len)");
+  // Names as the flags spell them: scenario fields are range-checked (with their file) before this.
+  core::check_range(r.micro_batch, core::ranges::micro_batch, "micro-batch");
+  core::check_range(r.seq_len, core::ranges::seq_len, "seq-len");
+  core::check_range(r.grad_accum, core::ranges::grad_accum, "grad-accum");
+  core::check_range(r.data_parallel, core::ranges::parallel, "data-parallel");
+  core::check_range(r.tensor_parallel, core::ranges::parallel, "tensor-parallel");
+  core::check_range(r.bucket_bytes / (1024.0 * 1024.0), core::ranges::bucket_mb, "bucket size (MiB)");
+  core::check_range(r.max_predictions, core::ranges::max_predictions, "max-predictions (0 = derive from seq-len)");
 }
 
 }  // namespace ptsim::models

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/mlm_defaults.hpp"
+
 namespace ptsim::models {
 
 enum class Precision { fp32, fp16, bf16 };
@@ -18,15 +20,14 @@ struct Recipe {
   int64_t tensor_parallel = 1;
   bool recompute_activations = false;
   double bucket_bytes = 25.0 * 1024 * 1024;  // DDP's default 25 MiB gradient buckets
-  // BERT MLM: predictions per sequence (NVIDIA: 20 at seq 128, 80 at seq 512). 0 = derive from seq_len.
+  // BERT MLM: predictions per sequence. 0 = derive from seq_len as data prepare does (20 at 128, 80 at 512).
   int64_t max_predictions = 0;
   bool gradient_clipping = true;     // global-norm clipping before the update (NVLAMB clips to 1.0)
   bool include_dropout = true;       // false: no dropout ops (finite-difference checks, inference-like runs)
 
   int64_t max_predictions_per_seq() const {
-    if (max_predictions > 0) return max_predictions;
-    // NVIDIA DeepLearningExamples BERT: 20 at 128, 80 at 512 (15% of 512 rounded down to a multiple of 8 is 76 -> they use 80).
-    return seq_len <= 128 ? 20 : (seq_len * 80) / 512;
+    // The same default as `ptsim data prepare` (core/mlm_defaults.hpp): 20 at 128, 80 at 512.
+    return max_predictions > 0 ? max_predictions : core::default_max_predictions(seq_len);
   }
 };
 

@@ -103,11 +103,12 @@ class RecipeSearch {
     c.fits = fit.fits;
     c.needed_bytes = fit.needed_bytes;
     if (timed && c.fits) {
-      PhaseSpec p = phase;
-      p.micro_batch = micro;
-      p.grad_accum = c.grad_accum;
-      p.global_batch = 0;
-      const int64_t steps = phase_shape(p, dp).steps;
+      Scenario one = s_;
+      one.phases = {phase};
+      one.phases[0].micro_batch = micro;
+      one.phases[0].grad_accum = c.grad_accum;
+      one.phases[0].global_batch = 0;
+      const int64_t steps = phase_shape(one, 0, dp).steps;
       c.seconds = static_cast<double>(steps) * cache_.step(*model_, r, config_).iteration_seconds;
     }
     return c;
@@ -182,7 +183,7 @@ std::string phase_note(const PhaseSpec& phase, const PhaseSearch& p, const sim::
 std::vector<int64_t> phase_global_batches(const Scenario& base, const hwprofiles::ProfileSet& profiles) {
   const int64_t dp = data_parallel_ranks(base, resolve_cluster(base, profiles));
   std::vector<int64_t> out;
-  for (const auto& ph : base.phases) out.push_back(ph.global_batch > 0 ? ph.global_batch : phase_shape(ph, dp).global_batch);
+  for (size_t i = 0; i < base.phases.size(); ++i) out.push_back(phase_shape(base, i, dp).global_batch);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "core/checked_math.hpp"
 #include "core/error.hpp"
 #include "models/builder.hpp"
 #include "reports/prediction_cache.hpp"
@@ -20,6 +21,57 @@ namespace {
 // Hardware FLOPs (including recomputation) of one optimizer step's micro-steps.
 double hardware_flops_per_step(const models::TaskGraph& g) {
   return g.micro_step_flops() * static_cast<double>(g.micro_steps);
+}
+
+std::string phase_field(const Scenario& s, size_t i, const char* field) {
+  return fmt::format("{}: field 'phases[{}].{}'", s.file, i, field);
+}
+
+// Micro-steps per optimizer step: given, or what makes 'global_batch' exactly (never a rounded guess).
+int64_t phase_grad_accum(const Scenario& s, size_t i, int64_t dp) {
+  const PhaseSpec& ph = s.phases[i];
+  if (ph.grad_accum > 0) return ph.grad_accum;
+  if (ph.global_batch == 0) return 1;
+  const int64_t per_micro_step = core::checked_mul(ph.micro_batch, dp, phase_field(s, i, "micro_batch") + " × data-parallel ranks");
+  if (ph.global_batch % per_micro_step != 0) {
+    const int64_t below = ph.global_batch / per_micro_step * per_micro_step;  // the nearest multiples
+    const int64_t above = below + per_micro_step;
+    throw core::InputError(fmt::format(
+        "{} is {}, but micro_batch {} × {} data-parallel ranks = {} sequences per micro-step does not divide it "
+        "(expected a multiple of {}, e.g. {}; or give 'grad_accum')",
+        phase_field(s, i, "global_batch"), ph.global_batch, ph.micro_batch, dp, per_micro_step, per_micro_step,
+        below > 0 ? fmt::format("{} or {}", below, above) : std::to_string(above)));
+  }
+  return core::check_range(ph.global_batch / per_micro_step, core::ranges::grad_accum,
+                           phase_field(s, i, "global_batch") + " ÷ (micro_batch × data-parallel ranks), the grad_accum it implies,");
+}
+
+// micro_batch × grad_accum × dp, checked; a given 'global_batch' must be exactly that.
+int64_t phase_global_batch(const Scenario& s, size_t i, int64_t grad_accum, int64_t dp) {
+  const PhaseSpec& ph = s.phases[i];
+  const std::string what = phase_field(s, i, "micro_batch") + " × grad_accum × data-parallel ranks";
+  const int64_t global = core::checked_mul(core::checked_mul(ph.micro_batch, grad_accum, what), dp, what);
+  core::check_range(global, core::ranges::global_batch,
+                    fmt::format("{} (the global batch: {} × {} × {})", what, ph.micro_batch, grad_accum, dp));
+  if (ph.global_batch > 0 && ph.global_batch != global)
+    throw core::InputError(fmt::format("{} is {}, but micro_batch {} × grad_accum {} × {} data-parallel ranks = {} "
+                                       "(give one of 'global_batch' and 'grad_accum', or make them agree)",
+                                       phase_field(s, i, "global_batch"), ph.global_batch, ph.micro_batch, grad_accum,
+                                       dp, global));
+  return global;
+}
+
+// Optimizer steps: given, or ⌈epochs × dataset_sequences ÷ global batch⌉ within the documented range.
+int64_t phase_steps(const Scenario& s, size_t i, int64_t global_batch) {
+  const PhaseSpec& ph = s.phases[i];
+  if (ph.steps > 0) return ph.steps;
+  const double steps = std::ceil(ph.epochs * ph.dataset_sequences / static_cast<double>(global_batch));
+  if (!(steps >= 1) || steps > static_cast<double>(core::ranges::steps.max))
+    throw core::InputError(fmt::format("{}: epochs {} × dataset_sequences {} ÷ global batch {} = {:.4g} steps, "
+                                       "expected {}",
+                                       phase_field(s, i, "epochs"), ph.epochs, ph.dataset_sequences, global_batch,
+                                       steps, core::describe(core::ranges::steps)));
+  return static_cast<int64_t>(steps);
 }
 
 std::string hours_text(double seconds) {
@@ -112,17 +164,11 @@ int64_t data_parallel_ranks(const Scenario& s, const sim::ClusterConfig& config)
   return gpus / s.recipe.tensor_parallel;
 }
 
-PhaseShape phase_shape(const PhaseSpec& ph, int64_t dp) {
+PhaseShape phase_shape(const Scenario& s, size_t phase, int64_t dp) {
   PhaseShape shape;
-  shape.grad_accum = ph.grad_accum > 0 ? ph.grad_accum
-                     : ph.global_batch > 0
-                         ? std::max<int64_t>(1, std::llround(static_cast<double>(ph.global_batch) /
-                                                             static_cast<double>(ph.micro_batch * dp)))
-                         : 1;
-  shape.global_batch = ph.micro_batch * shape.grad_accum * dp;
-  shape.steps = ph.steps > 0 ? ph.steps
-                             : static_cast<int64_t>(std::ceil(ph.epochs * ph.dataset_sequences /
-                                                              static_cast<double>(shape.global_batch)));
+  shape.grad_accum = phase_grad_accum(s, phase, dp);
+  shape.global_batch = phase_global_batch(s, phase, shape.grad_accum, dp);
+  shape.steps = phase_steps(s, phase, shape.global_batch);
   return shape;
 }
 
@@ -164,13 +210,14 @@ struct PhaseContext {
 };
 
 // One phase on the cluster: its step simulated, its steps counted, its efficiency against one GPU.
-PhasePrediction predict_phase(const PhaseContext& c, const PhaseSpec& ph, bool trace, nlohmann::json* trace_out) {
+PhasePrediction predict_phase(const PhaseContext& c, size_t phase, bool trace, nlohmann::json* trace_out) {
   const Scenario& s = c.scenario;
+  const PhaseSpec& ph = s.phases[phase];
   PhasePrediction p;
   p.name = ph.name;
   p.seq_len = ph.seq_len;
   p.micro_batch = ph.micro_batch;
-  const PhaseShape shape = phase_shape(ph, c.dp);
+  const PhaseShape shape = phase_shape(s, phase, c.dp);
   p.grad_accum = shape.grad_accum;
   p.global_batch = shape.global_batch;
   p.steps = shape.steps;
@@ -249,7 +296,7 @@ Prediction predict_scenario(const Scenario& s, const hwprofiles::ProfileSet& pro
   bool all_efficiencies = true;
   for (size_t i = 0; i < s.phases.size(); ++i) {
     const bool trace = options.record_trace && i == 0;
-    PhasePrediction p = predict_phase(context, s.phases[i], trace, trace ? &out.trace : nullptr);
+    PhasePrediction p = predict_phase(context, i, trace, trace ? &out.trace : nullptr);
     out.training_seconds += p.seconds;
     out.memory_per_gpu_bytes = std::max(out.memory_per_gpu_bytes, p.memory_per_gpu_bytes);
     weighted_tflops += p.tflops_per_gpu * p.seconds;

@@ -64,7 +64,8 @@ struct PhaseShape {
 sim::ClusterConfig resolve_cluster(const Scenario& s, const hwprofiles::ProfileSet& profiles);
 // GPUs ÷ tensor parallel; core::InfeasibleError (parallelism) when tensor parallel does not divide them.
 int64_t data_parallel_ranks(const Scenario& s, const sim::ClusterConfig& config);
-PhaseShape phase_shape(const PhaseSpec& phase, int64_t data_parallel);
+// Phase `phase`'s accumulation, global batch and steps; InputError when its fields contradict each other.
+PhaseShape phase_shape(const Scenario& s, size_t phase, int64_t data_parallel);
 models::Recipe phase_recipe(const Scenario& s, const PhaseSpec& phase, const PhaseShape& shape, int64_t data_parallel);
 
 Prediction predict_scenario(const Scenario& scenario, const hwprofiles::ProfileSet& profiles,

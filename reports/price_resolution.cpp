@@ -31,25 +31,25 @@ std::vector<std::string> units_for(const std::string& figure) {
 
 // A price named under prices.<figure>: it must exist, be in a unit that pays for that figure and —
 // for hardware prices — apply to the scenario's node (instance_hour, purchase) or its GPU (gpu_hour).
-ChosenPrice named_price(const std::string& figure, const std::string& name, const NodeProfile& node,
-                        const ProfileSet& profiles) {
+ChosenPrice named_price(const std::string& file, const std::string& figure, const std::string& name,
+                        const NodeProfile& node, const ProfileSet& profiles) {
   auto it = profiles.prices.find(name);
   if (it == profiles.prices.end())
-    throw core::InputError(fmt::format("scenario field 'prices.{}': unknown price '{}' (expected one of: {})", figure,
+    throw core::InputError(fmt::format("{}: field 'prices.{}': unknown price '{}' (expected one of: {})", file, figure,
                                        name, fmt::join(names_of(profiles.prices), ", ")));
   const PriceItem& item = it->second;
   const std::vector<std::string> units = units_for(figure);
   if (std::find(units.begin(), units.end(), item.unit) == units.end())
-    throw core::InputError(fmt::format("scenario field 'prices.{}': price '{}' is per '{}', expected a price per {}",
-                                       figure, name, item.unit, fmt::join(units, " or ")));
+    throw core::InputError(fmt::format("{}: field 'prices.{}': price '{}' is per '{}', expected a price per {}",
+                                       file, figure, name, item.unit, fmt::join(units, " or ")));
   if (item.unit == "gpu_hour" && item.applies_to != node.gpu)
-    throw core::InputError(fmt::format("scenario field 'prices.{}': price '{}' applies to GPU '{}', but the "
+    throw core::InputError(fmt::format("{}: field 'prices.{}': price '{}' applies to GPU '{}', but the "
                                        "scenario's node '{}' has GPU '{}'",
-                                       figure, name, item.applies_to, node.name, node.gpu));
+                                       file, figure, name, item.applies_to, node.name, node.gpu));
   if ((item.unit == "instance_hour" || item.unit == "purchase") && item.applies_to != node.name)
-    throw core::InputError(fmt::format("scenario field 'prices.{}': price '{}' applies to node '{}', but the "
+    throw core::InputError(fmt::format("{}: field 'prices.{}': price '{}' applies to node '{}', but the "
                                        "scenario's node is '{}'",
-                                       figure, name, item.applies_to, node.name));
+                                       file, figure, name, item.applies_to, node.name));
   return {item, "named"};
 }
 
@@ -106,22 +106,22 @@ PriceResolution resolve_prices(const Scenario& s, const NodeProfile& node, const
   if (!p.set.empty() && !profiles.price_sets.count(p.set)) {
     std::vector<std::string> sets;
     for (const auto& [name, _] : profiles.price_sets) sets.push_back(name);
-    throw core::InputError(fmt::format("scenario field 'prices.set': unknown price set '{}' (expected one of: {})",
-                                       p.set, fmt::join(sets, ", ")));
+    throw core::InputError(fmt::format("{}: field 'prices.set': unknown price set '{}' (expected one of: {})",
+                                       s.file, p.set, fmt::join(sets, ", ")));
   }
   PriceResolution out;
   // Without a purchase price of its own choosing, a scenario uses the node's listed one.
   auto resolve = [&](const std::string& figure, const std::string& named,
                      const std::optional<ChosenPrice>& fallback) -> std::optional<ChosenPrice> {
-    if (!named.empty()) return named_price(figure, named, node, profiles);
+    if (!named.empty()) return named_price(s.file, figure, named, node, profiles);
     if (!p.set.empty()) return set_price(figure, p.set, node, profiles, fallback, out);
     return fallback;
   };
   out.rental = resolve("rental", p.rental, std::nullopt);
   out.spot = resolve("spot", p.spot, std::nullopt);
   out.purchase = resolve("purchase", p.purchase, listed_purchase(node, profiles));
-  if (!p.electricity.empty()) out.electricity = named_price("electricity", p.electricity, node, profiles);
-  if (!p.pue.empty()) out.pue = named_price("pue", p.pue, node, profiles);
+  if (!p.electricity.empty()) out.electricity = named_price(s.file, "electricity", p.electricity, node, profiles);
+  if (!p.pue.empty()) out.pue = named_price(s.file, "pue", p.pue, node, profiles);
   return out;
 }
 

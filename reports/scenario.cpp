@@ -34,12 +34,9 @@ void apply_override(Json& json, const std::string& assignment) {
     throw InputError(fmt::format("--set '{}': expected key=value, e.g. cluster.network=ib-edr", assignment));
   std::string path = assignment.substr(0, eq);
   std::string text = assignment.substr(eq + 1);
-  Json value;
-  try {
-    value = Json::parse(text);
-  } catch (const Json::parse_error&) {
-    value = text;  // a bare word is a string
-  }
+  // Valid JSON is parsed (strictly: duplicate keys are refused); anything else, a bare word or a number
+  // beyond a double such as 1e400, is a string, which the field's reader then accepts or names as wrong.
+  const Json value = Json::accept(text) ? core::parse_json_text(text, fmt::format("--set '{}'", assignment)) : Json(text);
   Json* node = &json;
   size_t start = 0;
   while (true) {
@@ -77,16 +74,20 @@ sim::CollectiveAlgorithm parse_algorithm(JsonReader& r, const std::string& key) 
 PhaseSpec parse_phase(JsonReader r, size_t index) {
   PhaseSpec p;
   p.name = r.get_string("name", fmt::format("phase{}", index + 1));
-  p.seq_len = r.get_positive_int("seq_len", 128);
-  p.micro_batch = r.get_positive_int("micro_batch", 32);
-  p.grad_accum = r.get_positive_int("grad_accum", 0);
-  p.global_batch = r.get_positive_int("global_batch", 0);
-  p.steps = r.get_positive_int("steps", 0);
-  p.epochs = r.get_positive("epochs", 0);
-  p.dataset_sequences = r.get_positive("dataset_sequences", 0);
-  p.max_predictions = r.get_positive_int("max_predictions", 0);
+  p.seq_len = r.get_int("seq_len", core::ranges::seq_len, 128);
+  p.micro_batch = r.get_int("micro_batch", core::ranges::micro_batch, 32);
+  p.grad_accum = r.get_int("grad_accum", core::ranges::grad_accum, 0);
+  p.global_batch = r.get_int("global_batch", core::ranges::global_batch, 0);
+  p.steps = r.get_int("steps", core::ranges::steps, 0);
+  p.epochs = r.get_number("epochs", core::ranges::epochs, 0);
+  p.dataset_sequences = r.get_number("dataset_sequences", core::ranges::dataset_sequences, 0);
+  p.max_predictions = r.get_int("max_predictions", core::ranges::max_predictions, 0);
   r.ignore("comment");
   r.finish();
+  // The length of a phase is given one way: two ways could disagree, and picking one silently is a guess.
+  if (p.steps > 0 && (p.epochs > 0 || p.dataset_sequences > 0))
+    r.fail(p.epochs > 0 ? "epochs" : "dataset_sequences",
+           fmt::format("either 'steps' ({}) or 'epochs' with 'dataset_sequences', not both", p.steps));
   if (p.steps == 0 && (p.epochs == 0 || p.dataset_sequences == 0))
     r.fail("steps", "either 'steps' or both 'epochs' and 'dataset_sequences'");
   return p;
@@ -108,12 +109,12 @@ Scenario parse_scenario(const Json& json, const std::string& source) {
   if (r.has("cluster")) {
     JsonReader c = r.child("cluster");
     s.node = c.get_string("node", s.node);
-    s.nodes = static_cast<int>(c.get_positive_int("nodes", 1));
-    s.gpus_per_node = static_cast<int>(c.get_positive_int("gpus_per_node", 0));
+    s.nodes = static_cast<int>(c.get_int("nodes", core::ranges::nodes, 1));
+    s.gpus_per_node = static_cast<int>(c.get_int("gpus_per_node", core::ranges::gpus_per_node, 0));
     s.network = c.get_string("network", "");
     if (c.has("fabric")) {
       JsonReader f = c.child("fabric");
-      s.fabric.nodes_per_leaf = static_cast<int>(f.get_int("nodes_per_leaf", 0));
+      s.fabric.nodes_per_leaf = static_cast<int>(f.get_int("nodes_per_leaf", core::ranges::nodes_per_leaf, 0));
       s.fabric.oversubscription = f.get_positive("oversubscription", 1.0);
       if (s.fabric.oversubscription < 1) f.fail("oversubscription", "a ratio >= 1 (1 = non-blocking)");
       f.finish();
@@ -124,12 +125,12 @@ Scenario parse_scenario(const Json& json, const std::string& source) {
     JsonReader t = r.child("recipe");
     s.recipe.precision = models::parse_precision(t.get_string("precision", "fp16"), t.where("precision"));
     s.recipe.optimizer = models::parse_optimizer(t.get_string("optimizer", "lamb"), t.where("optimizer"));
-    s.recipe.tensor_parallel = t.get_positive_int("tensor_parallel", 1);
+    s.recipe.tensor_parallel = t.get_int("tensor_parallel", core::ranges::parallel, 1);
     s.recipe.recompute_activations = t.get_bool("recompute", false);
-    s.recipe.bucket_bytes = t.get_positive("bucket_mb", 25) * 1024 * 1024;
+    s.recipe.bucket_bytes = t.get_number("bucket_mb", core::ranges::bucket_mb, 25) * 1024 * 1024;
     s.recipe.gradient_clipping = t.get_bool("gradient_clipping", true);
     s.algorithm = parse_algorithm(t, "collective_algorithm");
-    s.channels = static_cast<int>(t.get_int("channels", 0));
+    s.channels = static_cast<int>(t.get_int("channels", core::ranges::channels, 0));
     s.exact = t.get_bool("exact_network", false);
     t.finish();
   }
@@ -140,11 +141,11 @@ Scenario parse_scenario(const Json& json, const std::string& source) {
 
   if (r.has("overheads")) {
     JsonReader o = r.child("overheads");
-    s.overheads.startup_seconds = o.get_non_negative("startup_seconds", 0);
-    s.overheads.checkpoint_seconds = o.get_non_negative("checkpoint_seconds", 0);
-    s.overheads.checkpoint_every_steps = o.get_int("checkpoint_every_steps", 0);
-    s.overheads.evaluation_seconds = o.get_non_negative("evaluation_seconds", 0);
-    s.overheads.evaluation_every_steps = o.get_int("evaluation_every_steps", 0);
+    s.overheads.startup_seconds = o.get_number("startup_seconds", core::ranges::seconds, 0);
+    s.overheads.checkpoint_seconds = o.get_number("checkpoint_seconds", core::ranges::seconds, 0);
+    s.overheads.checkpoint_every_steps = o.get_int("checkpoint_every_steps", core::ranges::every_steps, 0);
+    s.overheads.evaluation_seconds = o.get_number("evaluation_seconds", core::ranges::seconds, 0);
+    s.overheads.evaluation_every_steps = o.get_int("evaluation_every_steps", core::ranges::every_steps, 0);
     o.finish();
   }
   if (r.has("prices")) {
@@ -182,8 +183,8 @@ Scenario parse_scenario(const Json& json, const std::string& source) {
     JsonReader b = r.child("scaling_baseline");
     ScalingBaseline base;
     base.model = b.require_string("model");
-    base.micro_batch = b.require_positive_int("micro_batch");
-    base.seq_len = b.require_positive_int("seq_len");
+    base.micro_batch = b.require_int("micro_batch", core::ranges::micro_batch);
+    base.seq_len = b.require_int("seq_len", core::ranges::seq_len);
     b.finish();
     s.scaling_baseline = base;
   }
@@ -206,7 +207,13 @@ Scenario load_scenario(const std::string& name_or_path, const std::vector<std::s
   const std::string path = scenario_path(name_or_path);
   Json json = core::load_json_file(path);
   for (const auto& o : overrides) apply_override(json, o);
-  return parse_scenario(json, path);
+  if (overrides.empty()) return parse_scenario(json, path);
+  try {
+    return parse_scenario(json, path);
+  } catch (const InputError& e) {
+    // The bad value may be the user's --set, not the file: say the file was edited.
+    throw InputError(fmt::format("{} [the scenario as edited by --set {}]", e.what(), fmt::join(overrides, ", --set ")));
+  }
 }
 
 }  // namespace ptsim::reports

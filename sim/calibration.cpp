@@ -34,8 +34,8 @@ PublishedRunSet load_published_runs(const std::string& path) {
     run.model = r.require_string("model");
     run.recipe.precision = models::parse_precision(r.require_string("precision"), r.where("precision"));
     run.recipe.optimizer = models::parse_optimizer(r.get_string("optimizer", "lamb"), r.where("optimizer"));
-    run.recipe.seq_len = r.require_positive_int("seq_len");
-    run.recipe.micro_batch = r.require_positive_int("micro_batch");
+    run.recipe.seq_len = r.require_int("seq_len", core::ranges::seq_len);
+    run.recipe.micro_batch = r.require_int("micro_batch", core::ranges::micro_batch);
     run.sequences_per_second = r.require_positive("sequences_per_second");
     run.role = r.require_enum("role", {"fit", "holdout"});
     run.fit_group = r.require_string("fit_group");

@@ -36,6 +36,17 @@ Totals totals(const OpTimes& t, const hwprofiles::GpuProfile& gpu, std::map<std:
   return out;
 }
 
+void sum_fit_totals(const std::vector<OpTimes>& fit, const hwprofiles::GpuProfile& base,
+                    const hwprofiles::GpuProfile& after, OpFit& out) {
+  for (const auto& t : fit) {
+    Totals b = totals(t, base, &out.fit_by_kind, false);
+    Totals a = totals(t, after, &out.fit_by_kind, true);
+    out.fit_measured_seconds += b.measured;
+    out.fit_predicted_before += b.predicted;
+    out.fit_predicted_after += a.predicted;
+  }
+}
+
 }  // namespace
 
 OpFit fit_to_op_times(const std::vector<OpTimes>& fit, const std::vector<OpTimes>& holdout,
@@ -61,17 +72,25 @@ OpFit fit_to_op_times(const std::vector<OpTimes>& fit, const std::vector<OpTimes
   };
   std::map<std::string, double> values;
   for (const auto& p : parameters) values[p] = get_parameter(base, p);
+  const std::map<std::string, double> prior = values;
   values = minimize_coordinatewise(values, objective, 1.0);
   OpFit out;
   out.values = values;
-  const hwprofiles::GpuProfile after = profile_with(values);
-  for (const auto& t : fit) {
-    Totals b = totals(t, base, &out.fit_by_kind, false);
-    Totals a = totals(t, after, &out.fit_by_kind, true);
-    out.fit_measured_seconds += b.measured;
-    out.fit_predicted_before += b.predicted;
-    out.fit_predicted_after += a.predicted;
+  sum_fit_totals(fit, base, profile_with(values), out);
+  // The objective weighs per-op errors; it can leave the step total (what predictions are used for) worse
+  // than before, e.g. -14% -> +17%. Never hand back parameters that do that: keep the prior ones.
+  const double error_before = std::abs(out.fit_predicted_before / out.fit_measured_seconds - 1);
+  const double error_after = std::abs(out.fit_predicted_after / out.fit_measured_seconds - 1);
+  if (error_after > error_before) {
+    out.kept_prior = true;
+    out.rejected_values = values;
+    out.rejected_predicted_after = out.fit_predicted_after;
+    out.values = prior;
+    out.fit_by_kind.clear();
+    out.fit_measured_seconds = out.fit_predicted_before = out.fit_predicted_after = 0;
+    sum_fit_totals(fit, base, profile_with(prior), out);
   }
+  const hwprofiles::GpuProfile after = profile_with(out.values);
   for (const auto& t : holdout) {
     out.has_holdout = true;
     Totals b = totals(t, base, nullptr, false);

@@ -27,10 +27,16 @@ struct OpFit {
   double fit_measured_seconds = 0, fit_predicted_before = 0, fit_predicted_after = 0;     // Σ ops per step
   double holdout_measured_seconds = 0, holdout_predicted_before = 0, holdout_predicted_after = 0;
   bool has_holdout = false;
+  // The fitted values would have made the fit step's total error worse than the prior profile's: `values`
+  // are then the prior ones (nothing changes), and the rejected fit is kept here to be reported.
+  bool kept_prior = false;
+  std::map<std::string, double> rejected_values;
+  double rejected_predicted_after = 0;
 };
 
 // Parameters as in sim/calibration.hpp (gemm_efficiency_scale, memory_efficiency, kernel_launch_seconds,
 // sustained_clock_fraction). Objective: Σ over ops of (measured share of time) × log(predicted/measured)².
+// The result never has a larger step-total error on the fit measurements than `base` (see kept_prior).
 OpFit fit_to_op_times(const std::vector<OpTimes>& fit, const std::vector<OpTimes>& holdout,
                       const hwprofiles::GpuProfile& base, const std::vector<std::string>& parameters);
 

@@ -103,6 +103,16 @@ int calibrate_measured(const std::vector<std::string>& files, const std::vector<
   };
   line("fit step (Σ ops)", r.fit_measured_seconds, r.fit_predicted_before, r.fit_predicted_after);
   if (r.has_holdout) line("held-out step (Σ ops)", r.holdout_measured_seconds, r.holdout_predicted_before, r.holdout_predicted_after);
+  if (r.kept_prior) {
+    // Said plainly: the fit was computed but not used, and --write writes nothing.
+    fmt::print("\nkept the prior parameters of '{}': the fitted values (", device);
+    for (const auto& [p, v] : r.rejected_values) fmt::print(" {} = {:.4g}", p, v);
+    fmt::print(" ) would have moved the fit step's error from {:+.1f}% to {:+.1f}%\n",
+               100 * (r.fit_predicted_before / r.fit_measured_seconds - 1),
+               100 * (r.rejected_predicted_after / r.fit_measured_seconds - 1));
+    if (write) fmt::print("nothing written to {}/gpus/{}.json\n", profiles_dir, device);
+    return 0;
+  }
   if (!write) return 0;
   std::string on;
   for (const auto& t : fit) on += (on.empty() ? "" : ", ") + t.path + " (" + t.device + ")";

@@ -108,7 +108,7 @@ int run_data_command(int argc, char** argv) {
   prep->add_option("--out", out_dir, "output directory (shard_NNNNN.bin, manifest.json, vocab.txt)")->required();
   prep->add_option("--seq-len", po.seq_len, "max_seq_length")->capture_default_str();
   prep->add_option("--max-predictions", po.max_predictions,
-                   "max masked tokens per sequence (default: 20 at seq 128, 80 at 512)");
+                   "max masked tokens per sequence (default, as predict: ceil(--masked-lm-prob × seq-len) rounded up to a multiple of 4: 20 at 128, 80 at 512)");
   prep->add_option("--dup-factor", po.dup_factor, "passes over the corpus with different masks")->capture_default_str();
   prep->add_option("--short-seq-prob", po.short_seq_prob, "probability of a shorter target length")->capture_default_str();
   prep->add_option("--masked-lm-prob", po.masked_lm_prob, "fraction of tokens to mask")->capture_default_str();

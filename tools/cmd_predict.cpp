@@ -89,6 +89,54 @@ int predict_single_gpu(const hwprofiles::ProfileSet& profiles, const std::string
   return 0;
 }
 
+// Flags given on the command line that the chosen mode would not use: an error naming each, never a
+// silent drop (docs/cli.md lists which flags apply to --scenario, --node and --gpu).
+struct NotApplied {
+  const char* flag;
+  const char* instead;  // what to do instead
+};
+
+void refuse_unused_flags(const CLI::App& app, const std::vector<NotApplied>& flags, const std::string& mode) {
+  std::vector<std::string> given;
+  for (const auto& f : flags)
+    if (app.get_option(f.flag)->count() > 0) given.push_back(fmt::format("{} ({})", f.flag, f.instead));
+  if (!given.empty())
+    throw core::InputError(fmt::format("ptsim predict {}: {} not used in this mode: {}", mode,
+                                       given.size() > 1 ? "these flags are" : "this flag is", fmt::join(given, "; ")));
+}
+
+// Recipe flags shape the recipe of --gpu and --node; a scenario has its own recipe, edited with --set.
+const std::vector<NotApplied> kScenarioUnused = {
+    {"--model", "use --set model=NAME"},
+    {"--nodes", "use --set cluster.nodes=N"},
+    {"--network", "use --set cluster.network=NAME"},
+    {"--steps", "use --set phases.0.steps=N"},
+    {"--precision", "use --set recipe.precision=..."},
+    {"--micro-batch", "use --set phases.0.micro_batch=N"},
+    {"--seq-len", "use --set phases.0.seq_len=N"},
+    {"--grad-accum", "use --set phases.0.grad_accum=N"},
+    {"--optimizer", "use --set recipe.optimizer=..."},
+    {"--data-parallel", "derived from the cluster"},
+    {"--tensor-parallel", "use --set recipe.tensor_parallel=N"},
+    {"--recompute", "use --set recipe.recompute=true"},
+    {"--bucket-mb", "use --set recipe.bucket_mb=X"},
+    {"--max-predictions", "use --set phases.0.max_predictions=N"},
+    {"--no-dropout", "cluster predictions always include dropout"},
+    {"--no-clipping", "use --set recipe.gradient_clipping=false"},
+};
+
+const std::vector<NotApplied> kNodeUnused = {
+    {"--no-dropout", "cluster predictions always include dropout"},
+};
+
+const std::vector<NotApplied> kGpuUnused = {
+    {"--set", "edits a scenario: use --scenario or --node"},
+    {"--trace", "traces a cluster iteration: use --scenario or --node"},
+    {"--steps", "--gpu predicts one step"},
+    {"--nodes", "give --node for a cluster"},
+    {"--network", "give --node for a cluster"},
+};
+
 // An ad-hoc scenario from flags: one phase of --steps steps on --nodes nodes of --node.
 core::Json scenario_from_flags(const std::string& model, const std::string& node, int nodes, const std::string& network,
                                const RecipeFlags& f, int64_t steps) {
@@ -147,6 +195,10 @@ int run_predict_command(int argc, char** argv) {
   if (!scenario_name.empty() && !node_name.empty())
     throw core::InputError("give either --scenario or --node (a cluster from flags), not both");
 
+  if (!gpu_name.empty()) refuse_unused_flags(app, kGpuUnused, "--gpu");
+  else if (!node_name.empty()) refuse_unused_flags(app, kNodeUnused, "--node");
+  else refuse_unused_flags(app, kScenarioUnused, scenario_name.empty() ? "(the default scenario)" : "--scenario");
+
   // Output targets are checked before the prediction runs (core/atomic_file.hpp writes them at the end).
   if (!trace_path.empty()) (void)core::writable_target(trace_path, "--trace");
   if (!op_times_path.empty()) (void)core::writable_target(op_times_path, "--op-times");
@@ -161,6 +213,10 @@ int run_predict_command(int argc, char** argv) {
     throw core::InputError("--data-parallel is derived from the cluster (--nodes × GPUs per node ÷ --tensor-parallel); "
                            "do not give it with --node");
   if (!node_name.empty()) {
+    // Named by flag here; the scenario built from them is range-checked again as "command line".
+    check_recipe_flag_ranges(flags);
+    core::check_range(nodes, core::ranges::nodes, "--nodes");
+    core::check_range(steps, core::ranges::steps, "--steps");
     core::Json j = scenario_from_flags(model_name, node_name, nodes, network, flags, steps);
     for (const auto& o : overrides) reports::apply_override(j, o);
     scenario = reports::parse_scenario(j, "command line");

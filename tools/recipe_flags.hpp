@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "core/checked_math.hpp"
 #include "models/recipe.hpp"
 
 namespace ptsim::tools {
@@ -32,13 +33,25 @@ inline void add_recipe_flags(CLI::App& app, RecipeFlags& f) {
   app.add_option("--tensor-parallel", f.tensor_parallel, "Megatron tensor-parallel ranks")->capture_default_str();
   app.add_flag("--recompute", f.recompute, "recompute each layer's activations in backward");
   app.add_option("--bucket-mb", f.bucket_mb, "gradient all-reduce bucket size in MiB")->capture_default_str();
-  app.add_option("--max-predictions", f.max_predictions, "MLM predictions per sequence (0: 20 at 128, 80 at 512)")
+  app.add_option("--max-predictions", f.max_predictions, "MLM predictions per sequence (0: as data prepare, ceil(15% of seq-len) rounded up to a multiple of 4: 20 at 128, 80 at 512)")
       ->capture_default_str();
   app.add_flag("--no-dropout", f.no_dropout, "build without dropout ops");
   app.add_flag("--no-clipping", f.no_clipping, "no global-norm gradient clipping");
 }
 
+// Ranges named by flag (docs/input-ranges.md); validate_recipe repeats them for recipes from scenarios.
+inline void check_recipe_flag_ranges(const RecipeFlags& f) {
+  core::check_range(f.micro_batch, core::ranges::micro_batch, "--micro-batch");
+  core::check_range(f.seq_len, core::ranges::seq_len, "--seq-len");
+  core::check_range(f.grad_accum, core::ranges::grad_accum, "--grad-accum");
+  core::check_range(f.data_parallel, core::ranges::parallel, "--data-parallel");
+  core::check_range(f.tensor_parallel, core::ranges::parallel, "--tensor-parallel");
+  core::check_range(f.bucket_mb, core::ranges::bucket_mb, "--bucket-mb");
+  core::check_range(f.max_predictions, core::ranges::max_predictions, "--max-predictions");
+}
+
 inline models::Recipe to_recipe(const RecipeFlags& f) {
+  check_recipe_flag_ranges(f);
   models::Recipe r;
   r.precision = models::parse_precision(f.precision, "--precision");
   r.optimizer = models::parse_optimizer(f.optimizer, "--optimizer");

@@ -18,6 +18,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/machine_memory.hpp"
+#include "core/mlm_defaults.hpp"
 #include "runtime/data/shard_format.hpp"
 
 namespace ptsim::runtime::data {
@@ -25,9 +26,7 @@ namespace ptsim::runtime::data {
 namespace fs = std::filesystem;
 
 int32_t default_max_predictions(int32_t seq_len, double masked_lm_prob) {
-  auto raw = static_cast<int32_t>(std::ceil(seq_len * masked_lm_prob - 1e-9));
-  int32_t rounded = ((std::max(raw, 1) + 3) / 4) * 4;
-  return std::min(rounded, seq_len);
+  return static_cast<int32_t>(core::default_max_predictions(seq_len, masked_lm_prob));  // shared with predict
 }
 
 std::vector<Document> read_documents(const std::string& corpus_path, const FullTokenizer& tokenizer) {

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "core/atomic_file.hpp"
+#include "core/checked_math.hpp"
 #include "core/error.hpp"
 #include "core/machine_memory.hpp"
 #include "models/builder.hpp"
@@ -115,19 +116,20 @@ int find_tensor(const models::TaskGraph& g, const std::string& name) {
 void validate_config(const TrainConfig& c) {
   auto fail = [](const std::string& msg) { throw InputError("ptsim train: " + msg); };
   if (c.data_dir.empty()) fail("--data DIR is required (a directory written by 'ptsim data prepare')");
-  if (c.steps <= 0) fail(fmt::format("--steps must be positive, got {}", c.steps));
-  if (c.stop_after < 0) fail(fmt::format("--stop-after must be >= 0, got {}", c.stop_after));
-  if (c.micro_batch <= 0) fail(fmt::format("--micro-batch must be positive, got {}", c.micro_batch));
-  if (c.grad_accum <= 0) fail(fmt::format("--grad-accum must be positive, got {}", c.grad_accum));
+  // Sizes: the ranges of docs/input-ranges.md, so step × batch counters cannot wrap.
+  core::check_range(c.steps, core::ranges::steps, "ptsim train: --steps");
+  core::check_range(c.stop_after, core::ranges::every_steps, "ptsim train: --stop-after");
+  core::check_range(c.micro_batch, core::ranges::micro_batch, "ptsim train: --micro-batch");
+  core::check_range(c.grad_accum, core::ranges::grad_accum, "ptsim train: --grad-accum");
+  core::check_range(c.checkpoint_every, core::ranges::every_steps, "ptsim train: --checkpoint-every");
+  core::check_range(c.progress_every, core::ranges::every_steps, "ptsim train: --progress-every");
   if (!(c.lr > 0) || !std::isfinite(c.lr)) fail(fmt::format("--lr must be a positive number, got {}", c.lr));
   if (!(c.warmup >= 0 && c.warmup <= 1)) fail(fmt::format("--warmup is a fraction of --steps in [0, 1], got {}", c.warmup));
-  if (c.checkpoint_every < 0) fail(fmt::format("--checkpoint-every must be >= 0, got {}", c.checkpoint_every));
   if (c.checkpoint_every > 0 && c.checkpoint_dir.empty()) fail("--checkpoint-every needs --checkpoint-dir");
   if (c.resume && c.checkpoint_dir.empty()) fail("--resume needs --checkpoint-dir (the directory to resume from)");
   if (c.overwrite && c.checkpoint_dir.empty()) fail("--overwrite needs --checkpoint-dir (the directory to start afresh)");
   if (c.overwrite && c.resume) fail("--overwrite and --resume contradict each other: give one (continue, or start afresh)");
   if (c.threads < 0) fail(fmt::format("--threads must be >= 0, got {}", c.threads));
-  if (c.progress_every < 0) fail(fmt::format("--progress-every must be >= 0, got {}", c.progress_every));
 }
 
 LrSchedule make_schedule(const TrainConfig& c) {

@@ -41,7 +41,7 @@ TEST_CASE("ptsim graph: table, json and dot") {
 TEST_CASE("bad flags and bad model files exit 2 with a message") {
   auto zero = run_ptsim("graph --model bert-tiny --micro-batch 0");
   CHECK(zero.exit_code == 2);
-  CHECK(zero.output.find("micro-batch must be a positive integer") != std::string::npos);
+  CHECK(zero.output.find("--micro-batch is 0, expected an integer in [1, 1048576]") != std::string::npos);
   auto nan = run_ptsim("graph --model bert-tiny --micro-batch abc");
   CHECK(nan.exit_code == 2);
   CHECK(nan.output.find("--micro-batch") != std::string::npos);
@@ -60,7 +60,7 @@ TEST_CASE("bad flags and bad model files exit 2 with a message") {
                                          "num_heads": 2, "vocab_size": 100})";
   auto bad = run_ptsim("graph --model " + (dir / "bad.json").string());
   CHECK(bad.exit_code == 2);
-  CHECK(bad.output.find("bad.json: field 'num_layers': expected a positive integer") != std::string::npos);
+  CHECK(bad.output.find("bad.json: field 'num_layers': expected an integer in [1, 10000]") != std::string::npos);
   auto missing = run_ptsim("graph --model /nonexistent/model.json");
   CHECK(missing.exit_code == 2);
   auto too_long = run_ptsim("graph --model bert-tiny --seq-len 1024");

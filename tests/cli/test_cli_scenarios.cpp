@@ -99,3 +99,21 @@ TEST_CASE("price sets and price errors through the binary (docs/cost-model.md)")
   CHECK(ambiguous.exit_code == 2);
   CHECK(ambiguous.output.find("gcp-t4-on-demand-list-2020") != std::string::npos);
 }
+
+TEST_CASE("--grad-accum 10^6 is simulated in the time of a few micro-steps, linear in the accumulation") {
+  // Issue #9: 10^6 micro-steps once took minutes. The repeated micro-steps are identical (no data-parallel
+  // traffic until the last), so T(N) = T(3) + (N - 3) × (T(4) - T(3)) up to rounding (1e-6 relative).
+  auto iteration = [](int64_t accum, double* wall = nullptr) {
+    auto r = run_ptsim("predict --node dgx-1 --model bert-base --micro-batch 16 --steps 1 --format json --grad-accum " +
+                       std::to_string(accum));
+    REQUIRE(r.exit_code == 0);
+    auto j = nlohmann::json::parse(r.output);
+    if (wall) *wall = j["simulator_wall_seconds"].get<double>();
+    return j["phases"][0]["iteration_seconds"].get<double>();
+  };
+  const double t3 = iteration(3), t4 = iteration(4);
+  double wall = 0;
+  const double t_million = iteration(1'000'000, &wall);
+  CHECK(t_million == doctest::Approx(t3 + (1e6 - 3) * (t4 - t3)).epsilon(1e-6));
+  CHECK(wall < 5.0);  // seconds: the 3-micro-step runs above take well under one
+}

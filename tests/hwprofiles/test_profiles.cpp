@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <string>
 
 #include "core/error.hpp"
@@ -376,4 +377,27 @@ TEST_CASE("lookups and directories") {
                        InputError);
   CHECK(std::string(to_string(IntraNodeTopology::nvlink_cube_mesh)) == "nvlink_cube_mesh");
   CHECK(std::string(to_string(Transport::tcp_socket)) == "tcp_socket");
+}
+
+TEST_CASE("profiles: duplicate keys, numbers beyond a double and counts beyond their range (issue #9)") {
+  ScratchProfiles scratch;
+  SUBCASE("a duplicate key") {
+    const std::string file = scratch.path("gpus/t4.json");
+    const std::string body = Json::parse(std::ifstream(file)).dump();  // compact: starts with '{'
+    scratch.write("gpus/t4.json", "{\"description\": \"first\", " + body.substr(1));
+    CHECK_THROWS_WITH_AS(load_gpu_profile(file), has(file + ": duplicate key 'description'"), InputError);
+  }
+  SUBCASE("a number that does not fit a double") {
+    std::string file = scratch.edit("gpus/t4.json", [](Json& j) { j["memory"]["value"] = 12345; });
+    std::string body = Json::parse(std::ifstream(file)).dump();
+    body.replace(body.find("12345"), 5, "1e400");
+    scratch.write("gpus/t4.json", body);
+    CHECK_THROWS_WITH_AS(load_gpu_profile(file), has(file + ": field 'memory.value': a number that does not fit a double"),
+                         InputError);
+  }
+  SUBCASE("a count beyond its range (once narrowed to int)") {
+    std::string file = scratch.edit("nodes/dgx-1.json", [](Json& j) { j["gpus_per_node"]["value"] = 4294967304LL; });
+    CHECK_THROWS_WITH_AS(load_node_profile(file), has(file + ": field 'gpus_per_node.value': expected an integer in [1, 1024]"),
+                         InputError);
+  }
 }

@@ -116,3 +116,14 @@ TEST_CASE("bad model files are errors that name the file and the field") {
   CHECK_THROWS_WITH_AS(load_model(broken), doctest::Contains("not valid JSON"), InputError);
   CHECK_THROWS_WITH_AS(load_model("no-such-model"), doctest::Contains("unknown model 'no-such-model'"), InputError);
 }
+
+TEST_CASE("the recipe's max-predictions default is data prepare's (core/mlm_defaults.hpp)") {
+  for (int64_t seq : {16, 64, 128, 200, 384, 512, 1024}) {
+    Recipe r;
+    r.seq_len = seq;
+    CHECK(r.max_predictions_per_seq() == ptsim::core::default_max_predictions(seq, 0.15));
+  }
+  Recipe given;
+  given.max_predictions = 7;
+  CHECK(given.max_predictions_per_seq() == 7);
+}

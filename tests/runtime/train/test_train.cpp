@@ -220,6 +220,9 @@ TEST_CASE("train: bad input exits 2 with a message naming the problem") {
   const std::string ok = "--model " + quote(s.model) + " --data " + quote(s.data) + " --threads 1 --quiet --steps 2";
   // A checkpoint of a micro-batch-4 run, to resume with different flags.
   REQUIRE(run_ptsim("train " + ok + " --micro-batch 4 --checkpoint-dir " + quote(dir / "ck")).exit_code == 0);
+  const auto huge_model = dir / "huge.json";
+  std::ofstream(huge_model) << R"({"name": "huge", "family": "bert", "num_layers": 2, "hidden_size": 128,
+                                   "num_heads": 2, "vocab_size": 400, "intermediate_size": 9223372036854775807})";
   const std::vector<Case> cases = {
       {"train --steps 2", "--data"},
       {"train --data " + quote(dir / "missing"), "does not exist"},
@@ -227,7 +230,13 @@ TEST_CASE("train: bad input exits 2 with a message naming the problem") {
       {"train " + ok + " --backend tpu", "--backend 'tpu' is unknown"},
       {"train " + ok + " --optimizer adam", "--optimizer"},
       {"train " + ok + " --schedule cosine", "--schedule 'cosine'"},
-      {"train --model " + quote(s.model) + " --data " + quote(s.data) + " --steps 0", "--steps must be positive"},
+      {"train --model " + quote(s.model) + " --data " + quote(s.data) + " --steps 0",
+       "--steps is 0, expected an integer in [1, 1099511627776]"},
+      {"train " + ok + " --micro-batch 9223372036854775807", "--micro-batch is 9223372036854775807"},
+      {"train " + ok + " --grad-accum 0", "--grad-accum is 0"},
+      // Issue #9: this model once crashed `train` (its FFN activation bytes wrapped).
+      {"train --model " + quote(huge_model) + " --data " + quote(s.data) + " --steps 2",
+       "field 'intermediate_size': expected an integer in [1, 4194304]"},
       {"train " + ok + " --warmup 2", "--warmup"},
       {"train " + ok + " --resume", "--resume needs --checkpoint-dir"},
       {"train " + ok + " --resume --checkpoint-dir " + quote(dir / "empty"), "no checkpoint"},

@@ -1,0 +1,54 @@
+// tests/cli/test_bad_flags.cpp — bad recipe flags and flags that do not apply, through the real binary:
+// each row is exit 2 naming the flag, the value and the range (docs/input-ranges.md), or the flag and what
+// to use instead (docs/cli.md). Flags that once were silently dropped are issue #9's examples.
+#include <doctest/doctest.h>
+
+#include "tests/support/bad_inputs.hpp"
+
+using ptsim::test::check_all_refused;
+
+TEST_CASE("recipe flags outside their range") {
+  check_all_refused({
+      {"micro-batch int64 max", "graph --model bert-tiny --micro-batch 9223372036854775807",
+       {"--micro-batch is 9223372036854775807", "[1, 1048576]"}},
+      {"micro-batch zero", "graph --model bert-tiny --micro-batch 0", {"--micro-batch is 0"}},
+      {"grad-accum negative", "graph --model bert-tiny --grad-accum -1", {"--grad-accum is -1", "[1, 16777216]"}},
+      {"seq-len huge", "graph --model bert-tiny --seq-len 2000000", {"--seq-len is 2000000", "[1, 1048576]"}},
+      {"bucket-mb zero", "graph --model bert-tiny --bucket-mb 0", {"--bucket-mb is 0", "(0, 1048576]"}},
+      {"max-predictions negative", "graph --model bert-tiny --max-predictions -1", {"--max-predictions is -1"}},
+      {"tensor-parallel zero", "graph --model bert-tiny --tensor-parallel 0", {"--tensor-parallel is 0"}},
+      {"predict --gpu micro-batch", "predict --gpu t4 --model bert-tiny --micro-batch 9223372036854775807",
+       {"--micro-batch is 9223372036854775807"}},
+      {"--nodes beyond int", "predict --node dgx-1 --nodes 4294967297", {"--nodes"}},
+      {"--nodes beyond range", "predict --node dgx-1 --nodes 2000000",
+       {"--nodes is 2000000", "[1, 100000]"}},
+      {"--micro-batch with --node", "predict --node dgx-1 --micro-batch 0", {"--micro-batch is 0"}},
+      {"--steps zero", "predict --node dgx-1 --steps 0", {"--steps is 0", "[1, 1099511627776]"}},
+  });
+}
+
+TEST_CASE("issue #9: flags that do not apply are errors, never silently dropped") {
+  check_all_refused({
+      {"--micro-batch with --scenario", "predict --scenario t4-academic-cluster --micro-batch 8",
+       {"--micro-batch (use --set phases.0.micro_batch=N)"}},
+      {"--model with --scenario", "predict --scenario t4-academic-cluster --model bert-base", {"--model (use --set model=NAME)"}},
+      {"--precision with --scenario", "predict --scenario t4-academic-cluster --precision fp32", {"--precision"}},
+      {"--steps with --scenario", "predict --scenario t4-academic-cluster --steps 5", {"--steps (use --set phases.0.steps=N)"}},
+      {"several at once", "predict --scenario t4-academic-cluster --seq-len 512 --grad-accum 2",
+       {"these flags are not used", "--seq-len", "--grad-accum"}},
+      {"--nodes without --node", "predict --nodes 4", {"--nodes (use --set cluster.nodes=N)"}},
+      {"--network without --node", "predict --network ib-edr", {"--network (use --set cluster.network=NAME)"}},
+      {"--set with --gpu", "predict --gpu t4 --set cluster.nodes=2", {"ptsim predict --gpu", "--set"}},
+      {"--trace with --gpu", "predict --gpu t4 --trace /tmp/never-written.json", {"--trace"}},
+      {"--steps with --gpu", "predict --gpu t4 --steps 10", {"--steps (--gpu predicts one step)"}},
+      {"--nodes with --gpu", "predict --gpu t4 --nodes 2", {"--nodes"}},
+      {"--no-dropout with --node", "predict --node dgx-1 --no-dropout", {"--no-dropout"}},
+      {"--data-parallel with --node", "predict --node dgx-1 --data-parallel 8", {"--data-parallel"}},
+  });
+}
+
+TEST_CASE("flags that do apply are applied: --set with --node edits the scenario built from the flags") {
+  const auto r = ptsim::test::run_ptsim("predict --node dgx-1 --model bert-base --steps 10 --set cluster.nodes=2 --format json");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("\"gpus\": 16") != std::string::npos);  // 2 DGX-1 × 8 V100
+}
