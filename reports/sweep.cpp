@@ -43,9 +43,11 @@ void fill_figures(ConfigResult& r, const Prediction& p, const Scenario& s) {
     r.phases.push_back({ph.name, ph.micro_batch, ph.grad_accum, ph.global_batch, ph.steps, ph.iteration_seconds});
 }
 
-// Strictly better on the objective; ties go to the faster, then the earlier configuration.
-bool better(const ConfigResult& a, const ConfigResult& b, double va, double vb) {
+// Better on the objective; ties go to the cheaper on `basis`, then the faster, then the earlier configuration.
+bool better(const ConfigResult& a, const ConfigResult& b, double va, double vb, PriceBasis basis) {
   if (va != vb) return va < vb;
+  const auto da = a.dollars(basis), db = b.dollars(basis);
+  if (da && db && *da != *db) return *da < *db;
   if (a.time_to_train_seconds != b.time_to_train_seconds) return a.time_to_train_seconds < b.time_to_train_seconds;
   return a.index < b.index;
 }
@@ -62,13 +64,13 @@ std::optional<double> objective_value(const ConfigResult& r, SweepObjective o) {
 }
 
 template <typename Value>
-std::optional<size_t> best_of(const std::vector<ConfigResult>& results, Value value) {
+std::optional<size_t> best_of(const std::vector<ConfigResult>& results, PriceBasis basis, Value value) {
   std::optional<size_t> best;
   std::optional<double> best_value;
   for (size_t i = 0; i < results.size(); ++i) {
     const std::optional<double> v = value(results[i]);
     if (!v) continue;
-    if (!best || better(results[i], results[*best], *v, *best_value)) best = i, best_value = v;
+    if (!best || better(results[i], results[*best], *v, *best_value, basis)) best = i, best_value = v;
   }
   return best;
 }
@@ -217,17 +219,17 @@ SweepAnalysis analyse_sweep(const SweepSpec& spec, std::vector<ConfigResult>& re
     a.frontier[to_string(basis)] = pareto_frontier(results, basis);
     for (size_t i : a.frontier[to_string(basis)]) results[i].on_frontier[to_string(basis)] = true;
   }
-  a.recommended = best_of(results, [&](const ConfigResult& r) -> std::optional<double> {
+  a.recommended = best_of(results, a.budget_basis, [&](const ConfigResult& r) -> std::optional<double> {
     if (!r.feasible || !r.meets_deadline || !r.within_budget) return std::nullopt;
     return objective_value(r, spec.objective);
   });
   if (c.deadline_seconds)
-    a.cheapest_meeting_deadline = best_of(results, [&](const ConfigResult& r) -> std::optional<double> {
+    a.cheapest_meeting_deadline = best_of(results, a.budget_basis, [&](const ConfigResult& r) -> std::optional<double> {
       if (!r.feasible || !r.meets_deadline) return std::nullopt;
       return r.dollars(a.budget_basis);
     });
   if (c.budget_usd)
-    a.fastest_within_budget = best_of(results, [&](const ConfigResult& r) -> std::optional<double> {
+    a.fastest_within_budget = best_of(results, a.budget_basis, [&](const ConfigResult& r) -> std::optional<double> {
       if (!r.feasible || !r.within_budget) return std::nullopt;
       return r.time_to_train_seconds;
     });
