@@ -195,10 +195,10 @@ std::string sweep_to_text(const SweepSpec& spec, const std::vector<ConfigResult>
   if (c.max_gpus) out += fmt::format(", at most {} GPUs", *c.max_gpus);
   out += "\n\n";
   out += plan_line("recommended:", a.recommended, results, a.budget_basis);
-  if (c.deadline_seconds) out += plan_line("cheapest meeting deadline:", a.cheapest_meeting_deadline, results, a.budget_basis);
-  if (c.budget_usd) out += plan_line("fastest within budget:", a.fastest_within_budget, results, a.budget_basis);
   if (a.recommended)
     for (const auto& note : results[*a.recommended].recipe_notes) out += "    " + note + "\n";
+  if (c.deadline_seconds) out += plan_line("cheapest meeting deadline:", a.cheapest_meeting_deadline, results, a.budget_basis);
+  if (c.budget_usd) out += plan_line("fastest within budget:", a.fastest_within_budget, results, a.budget_basis);
   for (PriceBasis basis : kPriceBases) {
     const auto& frontier = a.frontier.at(to_string(basis));
     if (frontier.empty()) continue;

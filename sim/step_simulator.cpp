@@ -23,7 +23,7 @@ using models::Phase;
 class StepRun {
  public:
   StepRun(const models::TaskGraph& g, const ClusterConfig& c, bool record, CollectiveCache* cache)
-      : g_(g), c_(c), record_(record), cache_(cache), network_(engine_), topology_(network_, c.cluster) {
+      : g_(g), c_(c), record_(record), cache_(cache), network_(engine_) {
     if (cache_) cluster_key_ = cluster_key(c);
     tp_ = g.recipe.tensor_parallel;
     dp_ = g.recipe.data_parallel;
@@ -100,7 +100,7 @@ class StepRun {
     spec.channels = channels();
     spec.mode = c_.mode;
     if (!tp) spec.algorithm = data_parallel_algorithm(spec);
-    auto p = prepare_collective(topology_, spec);
+    auto p = prepare_collective(topology(), spec);
     if (!tp) result_.data_parallel_algorithm = to_string(p->algorithm);
     cache[op.attrs.comm.bytes] = p;
     return p;
@@ -118,7 +118,7 @@ class StepRun {
                                                  spec.channels)
                                    : "";
     if (auto cached = cache_ ? cache_->algorithm(key) : std::nullopt) return dp_choice_ = *cached;
-    dp_choice_ = choose_algorithm(topology_, largest);
+    dp_choice_ = choose_algorithm(topology(), largest);
     if (cache_) cache_->remember_algorithm(key, dp_choice_);
     return dp_choice_;
   }
@@ -126,6 +126,11 @@ class StepRun {
   // Key of a data-parallel all-reduce that runs alone on the network (its duration is then reusable).
   std::string alone_key(double bytes) const {
     return fmt::format("{}|alone|{}|dp{}|ch{}", cluster_key_, bytes, dp_, channels());
+  }
+
+  Topology& topology() {
+    if (!topology_) topology_ = std::make_unique<Topology>(network_, c_.cluster);
+    return *topology_;
   }
 
   double largest_bucket_bytes() const {
@@ -281,7 +286,7 @@ class StepRun {
   std::string cluster_key_;
   EventEngine engine_;
   Network network_;
-  Topology topology_;
+  std::unique_ptr<Topology> topology_;  // built on first use: cached collectives need none
   int64_t tp_ = 1, dp_ = 1;
   int micro_steps_ = 1;
   std::vector<double> op_seconds_;
