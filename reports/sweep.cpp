@@ -9,6 +9,7 @@
 
 #include "reports/auto_recipe.hpp"
 #include "reports/prediction.hpp"
+#include "reports/price_resolution.hpp"
 
 namespace ptsim::reports {
 namespace {
@@ -125,8 +126,14 @@ void validate_sweep(const SweepSpec& spec, const hwprofiles::ProfileSet& profile
         apply_override(json, assignment);
         const Scenario s = parse_scenario(json, spec.base_source);
         resolve_cluster(s, profiles);
+        require_unambiguous(resolve_prices(s, hwprofiles::find_node(profiles, s.node), profiles), s);
       } catch (const InputError& e) {
-        throw InputError(fmt::format("--vary {}: value {} is not usable: {}", axis.key, value.dump(), e.what()));
+        const bool price = std::string(e.what()).find("prices.") != std::string::npos;
+        throw InputError(fmt::format("--vary {}: value {} is not usable: {}{}", axis.key, value.dump(), e.what(),
+                                     price ? "\n  (a price named in the base applies to one node type: sweep node "
+                                             "types with --set prices.set=SET, e.g. aws-current, and empty "
+                                             "prices.rental/purchase; docs/cost-model.md)"
+                                           : ""));
       }
     }
   }

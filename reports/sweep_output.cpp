@@ -202,7 +202,8 @@ std::string sweep_to_text(const SweepSpec& spec, const std::vector<ConfigResult>
   for (PriceBasis basis : kPriceBases) {
     const auto& frontier = a.frontier.at(to_string(basis));
     if (frontier.empty()) continue;
-    out += fmt::format("\ntime-{} frontier ({} configurations; faster ones cost more):\n", to_string(basis), frontier.size());
+    out += fmt::format("\ntime-{} frontier ({} configuration{}; faster ones cost more):\n", to_string(basis),
+                       frontier.size(), frontier.size() == 1 ? "" : "s");
     TextTable table({"#", "settings", "GPUs", "time", to_string(basis), "break-even", "recipe"});
     for (size_t i : frontier) {
       const ConfigResult& r = results[i];

@@ -179,6 +179,8 @@ TEST_CASE("validation refuses a bad axis before any work, naming it") {
   fails_with(t4_spec({"cluster.nodse=8,16"}), "--vary cluster.nodse");
   fails_with(t4_spec({"cluster.node=t4-8x-pcie,no-such-node"}), "no-such-node");
   fails_with(t4_spec({"cluster.nodes=0,8"}), "--vary cluster.nodes: value 0");
+  // The T4 base names a T4 GPU-hour price: another node type needs a price set instead (said in the hint).
+  fails_with(t4_spec({"cluster.node=t4-8x-pcie,dgx-1"}), "--set prices.set=SET");
   SweepSpec automatic = t4_spec({"phases.0.micro_batch=16,32"});
   automatic.auto_recipe = true;
   fails_with(automatic, "--auto-recipe chooses");
