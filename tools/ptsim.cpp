@@ -29,6 +29,7 @@ constexpr Subcommand kSubcommands[] = {
     {"train", ptsim::tools::run_train_command, "execute the TaskGraph for real (CPU backend)"},
     {"calibrate", ptsim::tools::run_calibrate_command, "fit GPU profiles to measured or published runs"},
     {"sweep", ptsim::tools::run_sweep_command, "many what-ifs: time-dollar frontier, cheapest plan by a deadline"},
+    {"collective", ptsim::tools::run_collective_command, "predict a collective's nccl-tests table on a cluster"},
 };
 
 void print_usage(std::FILE* out) {
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
     }
     return rc;
   }
-  fmt::print(stderr, "error: unknown command '{}' (expected one of: predict, validate, graph, profiles, data, train, calibrate, sweep)\n",
+  fmt::print(stderr, "error: unknown command '{}' (expected one of: predict, validate, graph, profiles, data, train, calibrate, sweep, collective)\n",
              name);
   return 2;
 }

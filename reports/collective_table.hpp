@@ -1,0 +1,53 @@
+// reports/collective_table.hpp — `ptsim collective`: the table nccl-tests prints (size, count, type, time,
+// algbw, busbw), predicted by the network model and collective algorithms for a cluster, so users can
+// hold the model against the benchmark they already run. busbw = algbw × nccl-tests' factor
+// (all_reduce 2(n−1)/n; all_gather, reduce_scatter (n−1)/n; broadcast 1 — nccl-tests doc/PERFORMANCE.md).
+// Sizes follow nccl-tests' conventions: all_gather's size is the gathered output, reduce_scatter's the
+// input; -b/-e/-f sizes accept K, M, G suffixes (powers of 1024, as nccl-tests reads them).
+// Not here: reading a measured nccl-tests file or fitting the network to it (a later calibration step).
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/collectives.hpp"
+#include "sim/step_simulator.hpp"
+
+namespace ptsim::reports {
+
+struct CollectiveTableSpec {
+  sim::ClusterConfig config;         // node, network, nodes, GPUs per node, channels
+  sim::CollectiveKind kind = sim::CollectiveKind::all_reduce;
+  sim::CollectiveAlgorithm algorithm = sim::CollectiveAlgorithm::automatic;
+  double min_bytes = 8;
+  double max_bytes = 1 << 30;
+  double step_factor = 2;
+  int element_bytes = 4;             // float, nccl-tests' default type
+};
+
+struct CollectiveRow {
+  double bytes = 0;
+  int64_t count = 0;                 // elements
+  double seconds = 0;
+  double algbw_bytes_per_second = 0; // bytes / time
+  double busbw_bytes_per_second = 0; // algbw × bus factor
+  std::string algorithm;             // what ran (automatic resolved)
+};
+
+struct CollectiveTable {
+  CollectiveTableSpec spec;
+  int ranks = 0;
+  std::vector<CollectiveRow> rows;
+  double average_busbw_bytes_per_second = 0;  // nccl-tests' "Avg bus bandwidth": mean over the rows
+};
+
+double bus_bandwidth_factor(sim::CollectiveKind kind, int ranks);
+// "8", "64K", "128M", "1G" (×1024 each); InputError naming `what` otherwise.
+double parse_size_bytes(const std::string& text, const std::string& what);
+sim::CollectiveKind parse_collective_kind(const std::string& name);
+
+CollectiveTable predict_collective_table(const CollectiveTableSpec& spec);
+std::string collective_table_to_text(const CollectiveTable& table);
+nlohmann::json collective_table_to_json(const CollectiveTable& table);
+
+}  // namespace ptsim::reports
