@@ -406,7 +406,9 @@ class Trainer {
     };
     // The run must be the same run: compare every identity field and name the first that differs.
     const Json expected = run_identity(c_, *graph_, dataset_->vocab_hash(), world_);
-    const Json& saved = field("run");
+    // Checkpoints written before --precision existed ran fp32 without loss scaling: read them as such.
+    Json saved = field("run");
+    if (saved.is_object() && !saved.contains("precision")) saved["precision"] = "fp32";
     for (auto it = expected.begin(); it != expected.end(); ++it) {
       if (!saved.contains(it.key()) || saved.at(it.key()) != it.value())
         throw InputError(fmt::format(
@@ -429,7 +431,8 @@ class Trainer {
     restore_tensors(*ckpt, targets);  // padding rows keep the zeros of zero_vocab_padding()
     executor_->refresh_weight_copies();  // the 16-bit copies from the restored fp32 masters
     optimizer_->load_state(ckpt->optimizer, ckpt->dir + "/optimizer.safetensors");
-    scaler_->load_json(field("loss_scaler"), ckpt->dir + "/state.json: extra");
+    if (extra.contains("loss_scaler") || scaler_->config().enabled)
+      scaler_->load_json(field("loss_scaler"), ckpt->dir + "/state.json: extra");
 
     const data::LoaderCursor lc = checked_cursor(*ckpt, field("data"));
     loader_->seek(lc);
