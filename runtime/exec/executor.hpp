@@ -73,6 +73,8 @@ class Executor {
   std::span<float> parameter_f32(size_t param_index);
   void refresh_weight_copies();
   // Host views of a tensor's storage, in the executor's compute type (f32 or f64) or int32 for inputs.
+  // f16/bf16 tensors are viewed as f32 too: their storage holds the 16-bit values (a value written here is
+  // read by the next op as written; the executor rounds only what ops write).
   std::span<float> f32(int tensor_id);
   std::span<double> f64(int tensor_id);
   std::span<int32_t> i32(int tensor_id);
