@@ -61,6 +61,7 @@ int run_train_command(int argc, char** argv) {
   runtime::TrainConfig c;
   std::string backend = "cpu";
   std::string optimizer = "lamb";
+  std::string precision = "fp32";
   std::string schedule = "poly";
   bool no_dropout = false, no_clipping = false, no_shuffle = false, quiet = false;
   app.add_option("--backend", backend, "cpu (cuda: not yet)")->capture_default_str();
@@ -73,6 +74,12 @@ int run_train_command(int argc, char** argv) {
   app.add_option("--micro-batch", c.micro_batch, "sequences per micro-step per rank")->capture_default_str();
   app.add_option("--grad-accum", c.grad_accum, "micro-steps per optimizer step")->capture_default_str();
   app.add_option("--optimizer", optimizer, "lamb | adamw | lans | sgd")->capture_default_str();
+  app.add_option("--precision", precision,
+                 "fp32 | bf16 | fp16: 16-bit activations and weight copies, fp32 master weights and accumulation")
+      ->capture_default_str();
+  app.add_option("--loss-scale", c.loss_scale, "fp16 only: a static loss scale S (default: dynamic from 2^16)");
+  app.add_option("--loss-scale-window", c.loss_scale_window,
+                 "fp16 dynamic loss scaling only: clean steps before the scale doubles (default 2000)");
   app.add_option("--lr", c.lr, "peak learning rate")->capture_default_str();
   app.add_option("--warmup", c.warmup, "warm-up as a fraction of --steps")->capture_default_str();
   app.add_option("--schedule", schedule, "poly (NVIDIA PolyWarmUp, degree 0.5) | lans (warmup + linear decay) | constant")
@@ -97,6 +104,13 @@ int run_train_command(int argc, char** argv) {
 
   check_backend(backend);
   c.optimizer = models::parse_optimizer(optimizer, "--optimizer");
+  c.precision = models::parse_precision(precision, "ptsim train: --precision");
+  // Given but zero would read as "not given" below (0 = dynamic / default window): refuse it here.
+  if (app.count("--loss-scale") > 0 && !(c.loss_scale > 0))
+    throw core::InputError(fmt::format("ptsim train: --loss-scale must be a positive number, got {}", c.loss_scale));
+  if (app.count("--loss-scale-window") > 0 && c.loss_scale_window < 1)
+    throw core::InputError(
+        fmt::format("ptsim train: --loss-scale-window must be an integer >= 1, got {}", c.loss_scale_window));
   c.schedule = parse_schedule(schedule);
   c.dropout = !no_dropout;
   c.clipping = !no_clipping;

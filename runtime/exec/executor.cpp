@@ -1,7 +1,10 @@
 // runtime/exec/executor.cpp — TaskGraph → storage → ops in order. Storage: one flat weight buffer, one flat
 // gradient buffer, one input buffer, and one activation arena laid out exactly as models::plan_memory
-// says (offsets × sizeof(T)/4, i.e. ×2 for f64). Body ops go to the Backend; the step tail (all-reduce,
-// global norm, optimizer) runs here because it needs the Communicator and the Optimizer.
+// says for the storage graph (offsets × sizeof(T)/4, i.e. ×2 for f64). Body ops go to the Backend; the step
+// tail (all-reduce, global norm, optimizer) runs here because it needs the Communicator and the Optimizer.
+// Mixed precision (bf16/fp16 graphs): every float tensor is stored in fp32; after each op the executor rounds
+// the outputs whose graph dtype is 16-bit (precision.hpp), keeps fp32 master weights in a buffer of their
+// own, unscales the gradients in the tail and refreshes the 16-bit weight copies after each update.
 // Not here: kernels (cpu_backend.cpp), the training loop (runtime/train/).
 #include "runtime/exec/executor.hpp"
 
@@ -16,11 +19,13 @@
 #include <numbers>
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
 
 #include "core/error.hpp"
 #include "core/hash.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/exec/backend.hpp"
+#include "runtime/exec/precision.hpp"
 #include "runtime/optim/optimizer.hpp"
 
 namespace ptsim::runtime {
@@ -67,6 +72,13 @@ double uniform_open(uint64_t bits) { return (static_cast<double>(bits >> 11) + 0
 
 }  // namespace
 
+models::TaskGraph cpu_storage_graph(const models::TaskGraph& graph) {
+  models::TaskGraph g = graph;
+  for (models::Tensor& t : g.tensors)
+    if (is_16bit_float(t.dtype)) t.dtype = DType::f32;
+  return g;
+}
+
 struct Executor::Impl {
   TaskGraph graph;
   ExecutorOptions options;
@@ -74,8 +86,10 @@ struct Executor::Impl {
   std::unique_ptr<Backend> backend;
   size_t scalar_bytes = 4;     // storage of one float-like element
   int64_t offset_scale = 1;    // arena offsets × this (2 for f64)
-  AlignedBuffer arena, weights, gradients, inputs;
-  std::vector<void*> storage;  // per tensor id; null when the executor holds none (master, optimizer state)
+  AlignedBuffer arena, weights, gradients, inputs, masters;
+  std::vector<void*> storage;  // per tensor id; null when the executor holds none (optimizer state)
+  // Per op: the outputs whose graph dtype is f16/bf16, rounded after the op runs (mixed precision only).
+  std::vector<std::vector<int>> rounded_outputs;
   std::vector<std::vector<void*>> op_inputs, op_outputs;
   std::vector<int> body_ops, tail_ops;
   std::vector<double> seconds;
@@ -85,7 +99,9 @@ struct Executor::Impl {
 
   Impl(const TaskGraph& g, ExecutorOptions o) : graph(g), options(o) {
     validate();
-    plan = models::plan_memory(graph);
+    // The CPU stores 16-bit tensors in fp32: plan the arena for what it stores (the same graph with f16/bf16
+    // tensors as f32), so offsets and sizes are those of the buffers really allocated.
+    plan = models::plan_memory(cpu_storage_graph(graph));
     scalar_bytes = options.compute == ComputeType::f64 ? sizeof(double) : sizeof(float);
     offset_scale = static_cast<int64_t>(scalar_bytes / sizeof(float));
     backend = make_cpu_backend(options.compute);
@@ -96,10 +112,10 @@ struct Executor::Impl {
   }
 
   void validate() const {
-    if (graph.recipe.precision != models::Precision::fp32)
-      throw InputError(fmt::format(
-          "the CPU runtime executes graphs built with precision fp32 (got {}): rerun with --precision fp32",
-          models::to_string(graph.recipe.precision)));
+    if (graph.recipe.precision != models::Precision::fp32 && options.compute != ComputeType::f32)
+      throw InputError(fmt::format("ComputeType::f64 (finite-difference checks) needs a graph built with precision "
+                                   "fp32 (got {}): bf16/fp16 graphs run with ComputeType::f32",
+                                   models::to_string(graph.recipe.precision)));
     if (graph.recipe.tensor_parallel > 1)
       throw InputError(fmt::format("the CPU runtime does not run tensor parallelism (tensor_parallel = {}): "
                                    "use --tensor-parallel 1",
@@ -129,24 +145,27 @@ struct Executor::Impl {
     storage.assign(n, nullptr);
     // Persistent buffers: weights and gradients back to back in tensor order, inputs likewise.
     auto round = [](size_t bytes) { return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; };
-    size_t weight_bytes = 0, grad_bytes = 0, input_bytes = 0;
+    size_t weight_bytes = 0, grad_bytes = 0, input_bytes = 0, master_bytes = 0;
     for (const auto& t : graph.tensors) {
       if (t.role == TensorRole::weight) weight_bytes += round(storage_bytes(t));
+      if (t.role == TensorRole::master_weight) master_bytes += round(storage_bytes(t));
       if (t.role == TensorRole::gradient) grad_bytes += round(storage_bytes(t));
       if (t.role == TensorRole::input) input_bytes += round(storage_bytes(t));
     }
     weights.allocate(weight_bytes);
     gradients.allocate(grad_bytes);
     inputs.allocate(input_bytes);
+    masters.allocate(master_bytes);
     const double peak = plan.activations_peak_bytes * static_cast<double>(offset_scale);
     arena.allocate(static_cast<size_t>(peak));
-    size_t w = 0, g = 0, in = 0;
+    size_t w = 0, g = 0, in = 0, mw = 0;
     for (const auto& t : graph.tensors) {
       const size_t bytes = storage_bytes(t);
       switch (t.role) {
         case TensorRole::weight: storage[t.id] = weights.data() + w; w += round(bytes); break;
         case TensorRole::gradient: storage[t.id] = gradients.data() + g; g += round(bytes); break;
         case TensorRole::input: storage[t.id] = inputs.data() + in; in += round(bytes); break;
+        case TensorRole::master_weight: storage[t.id] = masters.data() + mw; mw += round(bytes); break;
         case TensorRole::activation:
         case TensorRole::workspace: {
           const int64_t offset = plan.offset[static_cast<size_t>(t.id)];
@@ -159,13 +178,17 @@ struct Executor::Impl {
           storage[t.id] = arena.data() + at;
           break;
         }
-        default: break;  // master weights (fp32 graphs have none), optimizer state (owned by the Optimizer)
+        default: break;  // optimizer state (owned by the Optimizer)
       }
     }
     op_inputs.resize(graph.ops.size());
     op_outputs.resize(graph.ops.size());
+    rounded_outputs.resize(graph.ops.size());
     for (const Op& op : graph.ops) {
       (models::is_micro_step_phase(op.phase) ? body_ops : tail_ops).push_back(op.id);
+      if (op.kind != OpKind::optimizer_update)  // its weight copies are refreshed from the masters instead
+        for (int id : op.outputs)
+          if (is_16bit_float(graph.tensor(id).dtype)) rounded_outputs[static_cast<size_t>(op.id)].push_back(id);
       if (op.kind == OpKind::optimizer_update) continue;  // reads gradients by parameter index, writes via the Optimizer
       auto resolve = [&](const std::vector<int>& ids, std::vector<void*>& out) {
         for (int id : ids) {
@@ -214,6 +237,7 @@ struct Executor::Impl {
       timed(op, [&] {
         try {
           backend->run(graph, op, op_inputs[static_cast<size_t>(id)], op_outputs[static_cast<size_t>(id)], context);
+          round_outputs(op);
         } catch (const InputError& e) {
           throw InputError(fmt::format("op {} ({}): {}", op.name, models::to_string(op.kind), e.what()));
         }
@@ -224,6 +248,35 @@ struct Executor::Impl {
       if (options.after_op) options.after_op(op);
     }
     return loss;
+  }
+
+  // A 16-bit store of what the op wrote: the next reader sees exactly the values a GPU kernel that computes in
+  // fp32 and writes f16/bf16 would leave (accumulating outputs: fp32 sum of the stored value and the new
+  // terms, rounded once, as a GEMM with beta = 1 does).
+  void round_outputs(const Op& op) {
+    for (int t : rounded_outputs[static_cast<size_t>(op.id)]) round_to_dtype(graph.tensor(t).dtype, view<float>(t));
+  }
+
+  // Mixed precision: the 16-bit compute copy of parameter p is its fp32 master rounded (what Apex's O2 and
+  // Megatron copy into the model after each step). No-op under fp32 (the weight is its own master).
+  void refresh_weight_copy(const models::Parameter& p) {
+    if (p.master < 0) return;
+    auto master = view<float>(p.master);
+    auto weight = view<float>(p.weight);
+    std::copy(master.begin(), master.end(), weight.begin());
+    round_to_dtype(graph.tensor(p.weight).dtype, weight);
+  }
+  void refresh_weight_copies() {
+    for (const models::Parameter& p : graph.params) refresh_weight_copy(p);
+  }
+
+  // Gradients ÷ loss scale, in fp32 (Apex's fp32 master gradients; torch GradScaler.unscale_): the values
+  // clipping, the norm and the optimizer see. Skipped when the scale is 1.
+  void unscale_gradients(double loss_scale) {
+    if (loss_scale == 1.0) return;
+    const float inv = static_cast<float>(1.0 / loss_scale);
+    for (const models::Parameter& p : graph.params)
+      for (float& g : view<float>(p.gradient)) g *= inv;
   }
 
   template <class T>
@@ -246,6 +299,9 @@ struct Executor::Impl {
       for (size_t i = 0; i < g.size(); ++i) g[i] = staging[at + i] * inv;
       at += g.size();
     }
+    // NCCL reduces 16-bit gradients in their dtype: the averaged value is stored as f16/bf16 again.
+    if constexpr (std::is_same_v<T, float>)
+      for (int id : op.inputs) round_to_dtype(graph.tensor(id).dtype, view<float>(id));
   }
 
   template <class T>
@@ -264,7 +320,7 @@ struct Executor::Impl {
                                               slots.size(), graph.params.size()));
     for (size_t i = 0; i < slots.size(); ++i) {
       const models::Parameter& p = graph.params[i];
-      if (slots[i].weight != storage[static_cast<size_t>(p.weight)] ||
+      if (slots[i].weight != storage[static_cast<size_t>(p.master >= 0 ? p.master : p.weight)] ||
           slots[i].grad != storage[static_cast<size_t>(p.gradient)] ||
           slots[i].n != static_cast<size_t>(p.elements))
         throw std::invalid_argument(fmt::format("optimizer slot {} ({}) does not point at the executor's storage of "
@@ -273,8 +329,11 @@ struct Executor::Impl {
     }
   }
 
-  void run_step_tail(Communicator* comm, Optimizer* optimizer, double lr) {
+  void run_step_tail(Communicator* comm, Optimizer* optimizer, double lr, double loss_scale) {
     const bool f64 = options.compute == ComputeType::f64;
+    if (!(loss_scale > 0) || !std::isfinite(loss_scale))
+      throw std::invalid_argument(fmt::format("run_step_tail: loss scale must be finite and > 0, got {}", loss_scale));
+    if (f64 && loss_scale != 1.0) throw InputError("loss scaling needs ComputeType::f32 (f64 is for gradient checks)");
     if (optimizer && f64)
       throw InputError("optimizer updates run in fp32: use ComputeType::f32 (f64 is for gradient checks)");
     if (comm && comm->size() != graph.recipe.data_parallel)
@@ -287,6 +346,12 @@ struct Executor::Impl {
     bool in_step = false;
     std::vector<float> staging32;
     std::vector<double> staging64;
+    bool unscaled = false;
+    // Unscale once the gradients are final (after every all-reduce, before the norm and the first update).
+    auto unscale_once = [&] {
+      if (!unscaled && !f64) unscale_gradients(loss_scale);
+      unscaled = true;
+    };
     for (int id : tail_ops) {
       const Op& op = graph.ops[static_cast<size_t>(id)];
       switch (op.kind) {
@@ -301,6 +366,7 @@ struct Executor::Impl {
           timed(op, [&] { f64 ? all_reduce<double>(op, *comm, staging64) : all_reduce<float>(op, *comm, staging32); });
           break;
         case OpKind::grad_norm:
+          unscale_once();
           timed(op, [&] {
             last_norm = f64 ? grad_norm<double>(op) : grad_norm<float>(op);
             void* out = storage[static_cast<size_t>(op.outputs.at(0))];
@@ -310,6 +376,7 @@ struct Executor::Impl {
           break;
         case OpKind::optimizer_update: {
           if (!optimizer || last_skipped) break;
+          unscale_once();
           timed(op, [&] {
             if (!in_step) {
               if (std::isnan(last_norm)) last_norm = all_gradients_norm();  // the graph has no grad_norm op
@@ -322,6 +389,7 @@ struct Executor::Impl {
             }
             std::vector<size_t> slots(op.attrs.params.begin(), op.attrs.params.end());
             optimizer->update(slots);
+            for (size_t p : slots) refresh_weight_copy(graph.params[p]);
           });
           break;
         }
@@ -353,7 +421,7 @@ struct Executor::Impl {
       if (op.kind == OpKind::layernorm) is_gain[static_cast<size_t>(op.inputs.at(1))] = 1;
     constexpr double kStd = 0.02;
     for (const models::Parameter& p : graph.params) {
-      auto w = view<T>(p.weight);
+      auto w = view<T>(p.master >= 0 ? p.master : p.weight);  // fp32 master under mixed precision
       const auto& shape = graph.tensor(p.weight).shape;
       if (is_gain[static_cast<size_t>(p.weight)]) {
         std::fill(w.begin(), w.end(), T(1));
@@ -368,6 +436,7 @@ struct Executor::Impl {
       }
     }
     zero_vocabulary_padding<T>();
+    refresh_weight_copies();
     std::memset(gradients.data(), 0, gradients.bytes());
   }
 
@@ -389,7 +458,8 @@ struct Executor::Impl {
     for (int id : tables) {
       const models::Tensor& t = graph.tensor(id);
       if (t.role != TensorRole::weight || t.shape.empty() || t.shape[0] != padded) continue;
-      auto w = view<T>(id);
+      const int master = graph.params.at(static_cast<size_t>(t.param_index)).master;
+      auto w = view<T>(master >= 0 ? master : id);
       const size_t row = w.size() / static_cast<size_t>(padded);
       std::fill(w.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(vocab) * row), w.end(), T(0));
     }
@@ -435,9 +505,15 @@ void Executor::zero_gradients() { std::memset(impl_->gradients.data(), 0, impl_-
 
 double Executor::run_micro_step(int64_t step, int64_t micro_step) { return impl_->run_micro_step(step, micro_step); }
 
-void Executor::run_step_tail(Communicator* comm, Optimizer* optimizer, double lr) {
-  impl_->run_step_tail(comm, optimizer, lr);
+void Executor::run_step_tail(Communicator* comm, Optimizer* optimizer, double lr, double loss_scale) {
+  impl_->run_step_tail(comm, optimizer, lr, loss_scale);
 }
+
+std::span<float> Executor::parameter_f32(size_t param_index) {
+  const models::Parameter& p = impl_->graph.params.at(param_index);
+  return f32(p.master >= 0 ? p.master : p.weight);
+}
+void Executor::refresh_weight_copies() { impl_->refresh_weight_copies(); }
 
 const std::vector<double>& Executor::op_seconds() const { return impl_->seconds; }
 const std::vector<int>& Executor::op_executions() const { return impl_->executions; }
@@ -453,7 +529,7 @@ std::vector<ParamSlot> Executor::param_slots() {
   for (const models::Parameter& p : impl_->graph.params) {
     ParamSlot s;
     s.name = p.name;
-    s.weight = f32(p.weight).data();
+    s.weight = f32(p.master >= 0 ? p.master : p.weight).data();  // the optimizer updates the fp32 master
     s.grad = f32(p.gradient).data();
     s.n = static_cast<size_t>(p.elements);
     s.decay = p.decay;

@@ -22,9 +22,10 @@ struct ParamSlot;    // runtime/optim/optimizer.hpp
 class Communicator;  // runtime/comm/communicator.hpp
 
 // Scalar type the CPU backend computes in: fp32 for training, fp64 for finite-difference checks.
-// Graph dtypes (f16/bf16) describe the GPU plan; on the CPU every float tensor is stored in this type, so
-// the executor requires a graph built with precision fp32 (plan offsets are then exact for f32; for f64
-// the arena and every offset are scaled by 2). See docs/executor.md.
+// Every float tensor is stored in this type. A graph built with precision bf16/fp16 runs with f32 only: its
+// 16-bit tensors are stored as fp32 values rounded to f16/bf16 after every write (runtime/exec/precision.hpp),
+// with fp32 master weights; the arena is planned for what is stored (cpu_storage_graph). f64 needs an fp32
+// graph (the arena and every offset are scaled by 2). See docs/executor.md.
 enum class ComputeType { f32, f64 };
 
 struct ExecutorOptions {
@@ -48,6 +49,10 @@ struct MicroStepAbandoned : std::runtime_error {
   MicroStepAbandoned() : std::runtime_error("micro-step abandoned on a stop request") {}
 };
 
+// The graph with every f16/bf16 tensor as f32: what the CPU executor stores, so models::plan_memory of it
+// is the memory the executor allocates (the 16-bit memory saving is not realised on the CPU).
+models::TaskGraph cpu_storage_graph(const models::TaskGraph& graph);
+
 class Executor {
  public:
   Executor(const models::TaskGraph& graph, ExecutorOptions options);
@@ -59,9 +64,17 @@ class Executor {
   const models::MemoryPlan& plan() const;
   size_t allocated_activation_bytes() const;  // the arena really allocated (= plan.activations_peak_bytes; ×2 for f64)
 
-  // Parameters: BERT/GPT-2 init (normal(0, 0.02) for matrices and embeddings, LayerNorm weight 1, biases 0).
+  // Parameters: BERT/GPT-2 init (normal(0, 0.02) for matrices and embeddings, LayerNorm weight 1, biases 0),
+  // into the fp32 masters under mixed precision, then the 16-bit weight copies are refreshed from them.
   void init_parameters(uint64_t seed);
+  // The fp32 values of graph.params[i] that the optimizer updates and a checkpoint stores: its master weight
+  // under bf16/fp16, the weight itself under fp32. After writing them (checkpoint restore), call
+  // refresh_weight_copies() so the 16-bit copies the ops read follow (no-op under fp32).
+  std::span<float> parameter_f32(size_t param_index);
+  void refresh_weight_copies();
   // Host views of a tensor's storage, in the executor's compute type (f32 or f64) or int32 for inputs.
+  // f16/bf16 tensors are viewed as f32 too: their storage holds the 16-bit values (a value written here is
+  // read by the next op as written; the executor rounds only what ops write).
   std::span<float> f32(int tensor_id);
   std::span<double> f64(int tensor_id);
   std::span<int32_t> i32(int tensor_id);
@@ -74,10 +87,13 @@ class Executor {
   double run_micro_step(int64_t step, int64_t micro_step);
   // The step tail: all_reduce ops through `comm` (may be null when data_parallel == 1), grad_norm, and
   // optimizer_update ops through `optimizer` (slot i == graph.params[i]) with learning rate `lr`.
+  // `loss_scale`: the factor the loss gradient (graph.inputs.loss_grad) carried; after the all-reduce the
+  // gradients are divided by it in fp32, before the norm and the update (fp16 loss scaling); 1 = none.
+  // Under mixed precision each update writes the fp32 masters and then refreshes the 16-bit weight copies.
   // all_reduce sums then divides by comm->size() (gradients averaged over ranks). A null optimizer skips
   // the updates (communication and norm only); f64 compute refuses a non-null one. A non-finite global
   // norm skips the update (last_step_skipped()).
-  void run_step_tail(Communicator* comm, Optimizer* optimizer, double lr);
+  void run_step_tail(Communicator* comm, Optimizer* optimizer, double lr, double loss_scale = 1.0);
 
   // Measured seconds per op id, accumulated since the last reset (body ops: summed over micro-steps).
   const std::vector<double>& op_seconds() const;
@@ -87,7 +103,8 @@ class Executor {
   // ---- additions (runtime/exec) ----
   ComputeType compute() const;
   // One ParamSlot per graph.params[i] (slot i), pointing at this executor's weight and gradient storage:
-  // what to build the Optimizer from. f32 compute only (throws core::InputError for f64).
+  // what to build the Optimizer from (the fp32 masters under bf16/fp16). f32 compute only (throws
+  // core::InputError for f64).
   std::vector<ParamSlot> param_slots();
   // The global gradient L2 norm the last run_step_tail computed (by the grad_norm op, or before the first
   // update when the graph has none; NaN when neither ran), and whether that tail skipped the optimizer

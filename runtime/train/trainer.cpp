@@ -32,6 +32,7 @@
 #include "runtime/data/pretraining_dataset.hpp"
 #include "runtime/data/tokenizer.hpp"        // defines: hash_to_hex
 #include "runtime/exec/executor.hpp"
+#include "runtime/optim/loss_scaler.hpp"
 #include "runtime/optim/optimizer.hpp"
 
 namespace ptsim::runtime {
@@ -130,6 +131,31 @@ void validate_config(const TrainConfig& c) {
   if (c.overwrite && c.checkpoint_dir.empty()) fail("--overwrite needs --checkpoint-dir (the directory to start afresh)");
   if (c.overwrite && c.resume) fail("--overwrite and --resume contradict each other: give one (continue, or start afresh)");
   if (c.threads < 0) fail(fmt::format("--threads must be >= 0, got {}", c.threads));
+  // Loss scaling exists for fp16's narrow range: with fp32 or bf16 (fp32's exponent range) the flags would
+  // do nothing, so they are errors rather than silently ignored.
+  const bool fp16 = c.precision == models::Precision::fp16;
+  if (c.loss_scale != 0 && !fp16)
+    fail(fmt::format("--loss-scale applies to --precision fp16 only (this run is {}, which needs no loss scaling)",
+                     models::to_string(c.precision)));
+  if (c.loss_scale_window != 0 && !fp16)
+    fail(fmt::format("--loss-scale-window applies to --precision fp16 only (this run is {})",
+                     models::to_string(c.precision)));
+  if (c.loss_scale_window != 0 && c.loss_scale != 0)
+    fail("--loss-scale-window applies to dynamic loss scaling; a static --loss-scale never changes: give one of them");
+  if (c.loss_scale < 0 || !std::isfinite(c.loss_scale))
+    fail(fmt::format("--loss-scale must be a positive number (a static scale), got {}", c.loss_scale));
+  if (c.loss_scale_window < 0) fail(fmt::format("--loss-scale-window must be >= 1, got {}", c.loss_scale_window));
+}
+
+// fp16: dynamic scaling from 2^16 with a 2000-step window unless the flags say otherwise; else disabled.
+LossScalerConfig loss_scaler_config(const TrainConfig& c) {
+  LossScalerConfig s;
+  s.enabled = c.precision == models::Precision::fp16;
+  s.dynamic = c.loss_scale == 0;
+  if (c.loss_scale != 0) s.initial_scale = c.loss_scale;
+  if (c.loss_scale_window != 0) s.growth_interval = c.loss_scale_window;
+  validate_loss_scaler_config(s);
+  return s;
 }
 
 LrSchedule make_schedule(const TrainConfig& c) {
@@ -164,6 +190,7 @@ Json run_identity(const TrainConfig& c, const models::TaskGraph& g, uint64_t voc
           {"grad_accum", c.grad_accum},
           {"world_size", world_size},
           {"optimizer", models::to_string(c.optimizer)},
+          {"precision", models::to_string(c.precision)},
           {"dropout", c.dropout},
           {"clipping", c.clipping},
           {"shuffle", c.shuffle},
@@ -277,7 +304,7 @@ class Trainer {
     model.vocab_size = dataset_->vocab_size();
 
     models::Recipe recipe;
-    recipe.precision = models::Precision::fp32;  // the CPU backend computes fp32
+    recipe.precision = c_.precision;  // bf16/fp16: 16-bit values in fp32 storage, fp32 masters (docs/executor.md)
     recipe.micro_batch = c_.micro_batch;
     recipe.seq_len = dataset_->seq_len();
     recipe.grad_accum = c_.grad_accum;
@@ -291,7 +318,9 @@ class Trainer {
     // The executor allocates its buffers as models::plan_memory lays them out (weights, gradients, optimizer
     // moments, inputs, the activation arena): check that total against the machine before allocating.
     // Ranks that share this machine (mpirun sets OMPI_COMM_WORLD_LOCAL_SIZE) each allocate as much.
-    const models::MemoryPlan plan = models::plan_memory(*graph_);
+    // The CPU stores 16-bit tensors as fp32: plan what it stores.
+    const models::TaskGraph storage_graph = cpu_storage_graph(*graph_);
+    const models::MemoryPlan plan = models::plan_memory(storage_graph);
     int local_ranks = 1;
     if (const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); s && world_ > 1) local_ranks = std::max(1, std::atoi(s));
     core::require_available_memory(
@@ -313,13 +342,14 @@ class Trainer {
     zero_vocab_padding();
     for (auto [name, slot] : {std::pair{"cls.predictions.loss", &mlm_tensor_}, std::pair{"cls.seq_relationship.loss", &nsp_tensor_}}) {
       const int id = find_tensor(*graph_, name);
-      *slot = survives_micro_step(*graph_, executor_->plan(), id) ? id : -1;
+      *slot = survives_micro_step(storage_graph, executor_->plan(), id) ? id : -1;
     }
 
     std::vector<ParamSlot> slots = executor_->param_slots();  // slot i == graph.params[i]
     OptimizerConfig oc = default_optimizer_config(c_.optimizer);
     if (!c_.clipping) oc.max_grad_norm = 0;
     optimizer_ = make_optimizer(oc, std::move(slots));
+    scaler_ = std::make_unique<LossScaler>(loss_scaler_config(c_));
     schedule_ = make_schedule(c_);
 
     data::BatchLoaderOptions lo;
@@ -338,19 +368,22 @@ class Trainer {
   // u = λ·0), which makes "slice on save, pad with zeros on load" exact, and keeps them out of ‖w‖ (LAMB).
   void zero_vocab_padding() {
     const int64_t vocab = graph_->model.vocab_size;
-    for (const models::Parameter& p : graph_->params) {
+    for (size_t i = 0; i < graph_->params.size(); ++i) {
+      const models::Parameter& p = graph_->params[i];
       if (!is_vocab_parameter(p.name)) continue;
       const models::Tensor& t = graph_->tensor(p.weight);
       const int64_t row = t.elements() / t.shape.at(0);
-      std::span<float> w = executor_->f32(p.weight);
+      std::span<float> w = executor_->parameter_f32(i);
       std::fill(w.begin() + vocab * row, w.end(), 0.0f);
     }
+    executor_->refresh_weight_copies();
   }
 
-  // The saved part of parameter p: all of it, or its first vocab_size rows.
-  std::span<float> saved_values(const models::Parameter& p, std::vector<int64_t>* shape) {
+  // The saved part of parameter p (its fp32 master under bf16/fp16): all of it, or its first vocab_size rows.
+  std::span<float> saved_values(size_t index, std::vector<int64_t>* shape) {
+    const models::Parameter& p = graph_->params[index];
     const models::Tensor& t = graph_->tensor(p.weight);
-    std::span<float> w = executor_->f32(p.weight);
+    std::span<float> w = executor_->parameter_f32(index);
     if (shape) *shape = t.shape;
     if (!is_vocab_parameter(p.name)) return w;
     const int64_t vocab = graph_->model.vocab_size;
@@ -373,7 +406,9 @@ class Trainer {
     };
     // The run must be the same run: compare every identity field and name the first that differs.
     const Json expected = run_identity(c_, *graph_, dataset_->vocab_hash(), world_);
-    const Json& saved = field("run");
+    // Checkpoints written before --precision existed ran fp32 without loss scaling: read them as such.
+    Json saved = field("run");
+    if (saved.is_object() && !saved.contains("precision")) saved["precision"] = "fp32";
     for (auto it = expected.begin(); it != expected.end(); ++it) {
       if (!saved.contains(it.key()) || saved.at(it.key()) != it.value())
         throw InputError(fmt::format(
@@ -388,13 +423,16 @@ class Trainer {
                                    ckpt->dir, to_json(saved_schedule).dump(), to_json(schedule_).dump()));
 
     std::vector<CheckpointTensorTarget> targets;
-    for (const models::Parameter& p : graph_->params) {
+    for (size_t i = 0; i < graph_->params.size(); ++i) {
       std::vector<int64_t> shape;
-      std::span<float> values = saved_values(p, &shape);
-      targets.push_back({p.name, values, shape});
+      std::span<float> values = saved_values(i, &shape);
+      targets.push_back({graph_->params[i].name, values, shape});
     }
     restore_tensors(*ckpt, targets);  // padding rows keep the zeros of zero_vocab_padding()
+    executor_->refresh_weight_copies();  // the 16-bit copies from the restored fp32 masters
     optimizer_->load_state(ckpt->optimizer, ckpt->dir + "/optimizer.safetensors");
+    if (extra.contains("loss_scaler") || scaler_->config().enabled)
+      scaler_->load_json(field("loss_scaler"), ckpt->dir + "/state.json: extra");
 
     const data::LoaderCursor lc = checked_cursor(*ckpt, field("data"));
     loader_->seek(lc);
@@ -456,11 +494,11 @@ class Trainer {
   void save(int64_t step) {
     if (c_.checkpoint_dir.empty()) return;
     if (rank_ == 0) {
-      std::vector<CheckpointTensorView> views;
-      for (const models::Parameter& p : graph_->params) {
+      std::vector<CheckpointTensorView> views;  // fp32 master weights whatever the precision
+      for (size_t i = 0; i < graph_->params.size(); ++i) {
         std::vector<int64_t> shape;
-        std::span<float> values = saved_values(p, &shape);
-        views.push_back({p.name, values, shape});
+        std::span<float> values = saved_values(i, &shape);
+        views.push_back({graph_->params[i].name, values, shape});
       }
       // Every rank's cursor is the same (each takes B instances per micro-step), so rank 0's stands for all.
       const data::LoaderCursor lc = loader_->position();
@@ -471,6 +509,9 @@ class Trainer {
                     {"lr_schedule", to_json(schedule_)},
                     {"data", {{"dir", c_.data_dir}, {"epoch", lc.epoch}, {"offset", lc.offset}, {"loader_seed", c_.seed}}},
                     {"dropout_rng", "hash(seed, step, micro_step, op stream): no state to save"},
+                    {"precision", models::to_string(c_.precision)},
+                    {"weights_dtype", "f32"},
+                    {"loss_scaler", scaler_->to_json()},
                     {"elapsed_seconds", elapsed_before_ + seconds_between(t_start_, Clock::now())},
                     {"last_loss", last_loss_}};
       const CheckpointExtraFile config[] = {{"config.json", hf_bert_config(graph_->model).dump(2) + "\n"}};
@@ -501,8 +542,21 @@ class Trainer {
       for (int32_t s = 0; s < b.seq_len; ++s) pos[static_cast<size_t>(r * b.seq_len + s)] = s;
       cls[static_cast<size_t>(r)] = r * b.seq_len;  // [CLS] is each row's first token
     }
-    // dLoss/dloss of one micro-step: the step's loss is the mean over micro-steps.
-    executor_->f32(in.loss_grad)[0] = static_cast<float>(1.0 / static_cast<double>(c_.grad_accum));
+    // dLoss/dloss of one micro-step: the step's loss is the mean over micro-steps, times the loss scale
+    // (fp16; 1 otherwise), which the step tail divides out of the gradients again.
+    executor_->f32(in.loss_grad)[0] = static_cast<float>(scaler_->scale() / static_cast<double>(c_.grad_accum));
+  }
+
+  // "fp32", "bf16 (fp32 master weights)", "fp16 (fp32 master weights; dynamic loss scale 65536, ×2 after 2000
+  // clean steps)" or "... static loss scale S".
+  std::string precision_description() const {
+    const char* name = models::to_string(c_.precision);
+    if (c_.precision == models::Precision::fp32) return name;
+    if (c_.precision == models::Precision::bf16) return fmt::format("{} (fp32 master weights)", name);
+    const LossScalerConfig& s = scaler_->config();
+    if (!s.dynamic) return fmt::format("{} (fp32 master weights; static loss scale {})", name, s.initial_scale);
+    return fmt::format("{} (fp32 master weights; dynamic loss scale {}, ×2 after {} clean steps)", name, scaler_->scale(),
+                       s.growth_interval);
   }
 
   void print_header() {
@@ -512,13 +566,14 @@ class Trainer {
                "ptsim train: {} (L={} H={} A={}, vocab {} from the data{}; {:.2f}M parameters)\n"
                "  data {} ({} instances, seq {}, {} predictions/seq)\n"
                "  batch {} × accum {} × {} rank(s) = {} sequences/step; {} lr {} ({} schedule, warmup {}); {} steps; "
-               "dropout {}; seed {}\n",
+               "dropout {}; seed {}\n"
+               "  precision {}\n",
                m.name, m.num_layers, m.hidden_size, m.num_heads, m.vocab_size,
                m.vocab_size != model_vocab_before_ ? fmt::format(", model file says {}", model_vocab_before_) : "",
                static_cast<double>(graph_->parameter_count()) / 1e6, c_.data_dir, dataset_->num_instances(),
                dataset_->seq_len(), dataset_->max_predictions(), c_.micro_batch, c_.grad_accum, world_,
                c_.micro_batch * c_.grad_accum * world_, models::to_string(c_.optimizer), c_.lr, to_string(c_.schedule),
-               c_.warmup, c_.steps, c_.dropout ? "on" : "off", c_.seed);
+               c_.warmup, c_.steps, c_.dropout ? "on" : "off", c_.seed, precision_description());
     std::fflush(progress_);
   }
 
@@ -565,7 +620,9 @@ class Trainer {
         break;  // `step` stays the abandoned one: done = step - 1 below
       }
       const double lr = schedule_.lr(step);
-      executor_->run_step_tail(step_comm, optimizer_.get(), lr);
+      const double loss_scale = scaler_->scale();
+      executor_->run_step_tail(step_comm, optimizer_.get(), lr, loss_scale);
+      scaler_->update(executor_->last_step_skipped());
       // One small all-reduce per step: the mean loss over ranks, and whether any rank was asked to stop
       // (all ranks must leave the loop after the same step, or the others would wait in the next all-reduce).
       const double accum = static_cast<double>(c_.grad_accum);
@@ -604,6 +661,8 @@ class Trainer {
                      {"nsp_loss", have_parts ? Json(nsp_loss) : Json(nullptr)},
                      {"lr", lr},
                      {"grad_norm", executor_->last_grad_norm()},
+                     {"loss_scale", loss_scale},
+                     {"skipped_steps", scaler_->skipped_steps()},
                      {"seq_per_s", sequences_per_step / step_seconds},
                      {"step_seconds", step_seconds},
                      {"elapsed_seconds", elapsed}};
@@ -667,6 +726,7 @@ class Trainer {
   std::unique_ptr<models::TaskGraph> graph_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<LossScaler> scaler_;  // fp16 loss scaling (scale 1 and no changes for fp32/bf16)
   std::unique_ptr<data::BatchLoader> loader_;
   LrSchedule schedule_;
   int64_t model_vocab_before_ = 0;

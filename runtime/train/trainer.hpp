@@ -27,6 +27,10 @@ struct TrainConfig {
   int64_t micro_batch = 8;              // sequences per micro-step per rank
   int64_t grad_accum = 1;               // micro-steps per optimizer step
   models::OptimizerKind optimizer = models::OptimizerKind::lamb;
+  // Storage/compute precision of the graph (docs/executor.md): fp32, or bf16/fp16 with fp32 master weights.
+  models::Precision precision = models::Precision::fp32;
+  double loss_scale = 0;                // fp16 only: > 0 a static scale; 0 = dynamic (from 2^16)
+  int64_t loss_scale_window = 0;        // fp16 dynamic only: clean steps before doubling; 0 = 2000
   double lr = 1e-3;                     // peak learning rate
   double warmup = 0.1;                  // fraction of `steps` spent warming up
   LrScheduleKind schedule = LrScheduleKind::poly_warmup;

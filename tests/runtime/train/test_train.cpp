@@ -325,8 +325,16 @@ TEST_CASE("train --resume: a trainer state out of range is exit 2 naming the fie
     CHECK_MESSAGE(r.exit_code == 2, r.output);
     CHECK_MESSAGE(r.output.find(c.expect) != std::string::npos, r.output);
   }
-  std::ofstream(state, std::ios::trunc) << original;
-  CHECK(run_ptsim(flags + " --resume").exit_code == 0);
+  // A checkpoint from before --precision (no extra.precision, run.precision, loss_scaler) was fp32: it resumes.
+  ptsim::core::Json old = ptsim::core::Json::parse(original);
+  REQUIRE(old["extra"]["run"].at("precision") == "fp32");
+  old["extra"]["run"].erase("precision");
+  old["extra"].erase("precision");
+  old["extra"].erase("weights_dtype");
+  old["extra"].erase("loss_scaler");
+  std::ofstream(state, std::ios::trunc) << old.dump(2);
+  const auto r = run_ptsim(flags + " --resume");
+  CHECK_MESSAGE(r.exit_code == 0, r.output);
 }
 
 TEST_CASE("train --resume: metrics lines past the checkpoint and a torn last line are dropped, so each step appears once") {

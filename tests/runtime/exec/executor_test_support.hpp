@@ -1,0 +1,82 @@
+// tests/runtime/exec/executor_test_support.hpp — the tiny BERT / GPT-2 and the fixed batch the executor tests
+// share (test_executor.cpp, test_mixed_precision.cpp).
+#pragma once
+#include <cstdint>
+
+#include "models/builder.hpp"
+#include "models/model_spec.hpp"
+#include "runtime/exec/executor.hpp"
+#include "tests/runtime/exec/gradcheck.hpp"
+
+namespace ptsim::test {
+
+using models::ModelSpec;
+using models::Precision;
+using models::Recipe;
+using models::TaskGraph;
+using runtime::ComputeType;
+using runtime::Executor;
+
+// Small enough for finite differences over every parameter tensor, big enough to have two layers, two
+// heads, a padded vocabulary (100 → 104 rows: the cross-entropy must exclude 4 classes) and padding.
+inline ModelSpec tiny_bert() {
+  return models::parse_model_json("tiny-bert (test_executor.cpp)", R"({
+    "name": "tiny-bert", "family": "bert", "num_layers": 2, "hidden_size": 16, "num_heads": 2,
+    "intermediate_size": 32, "vocab_size": 100, "max_position_embeddings": 32, "type_vocab_size": 2,
+    "layer_norm_eps": 1e-12})");
+}
+inline ModelSpec tiny_gpt2() {
+  return models::parse_model_json("tiny-gpt2 (test_executor.cpp)", R"({
+    "name": "tiny-gpt2", "family": "gpt2", "num_layers": 2, "hidden_size": 16, "num_heads": 2,
+    "intermediate_size": 64, "vocab_size": 100, "max_position_embeddings": 32, "type_vocab_size": 0,
+    "layer_norm_eps": 1e-5})");
+}
+inline Recipe fd_recipe() {
+  Recipe r;
+  r.precision = Precision::fp32;
+  r.micro_batch = 2;
+  r.seq_len = 16;
+  r.max_predictions = 3;
+  r.include_dropout = false;
+  return r;
+}
+
+inline void set_scalar(Executor& ex, int id, double v) {
+  if (ex.compute() == ComputeType::f64) ex.f64(id)[0] = v;
+  else ex.f32(id)[0] = static_cast<float>(v);
+}
+
+// One batch: random tokens; sequence b has its last 3·b positions padded; MLM predictions at positions
+// 1, 3, 5, … with the last prediction of the last sequence ignored (-1); NSP labels alternate; GPT-2 labels
+// are the next token (-1 at the end).
+inline void fill_inputs(Executor& ex, uint64_t seed, double loss_grad = 1.0) {
+  const TaskGraph& g = ex.graph();
+  const int64_t B = g.recipe.micro_batch, S = g.recipe.seq_len, V = g.model.vocab_size;
+  const auto& in = g.inputs;
+  auto token = [&](int64_t i) { return static_cast<int32_t>(test_mix64(seed * 1000003 + static_cast<uint64_t>(i)) % V); };
+  for (int64_t i = 0; i < B * S; ++i) ex.i32(in.input_ids)[i] = token(i);
+  for (int64_t i = 0; i < B * S; ++i) ex.i32(in.position_ids)[i] = static_cast<int32_t>(i % S);
+  if (in.token_type_ids >= 0)
+    for (int64_t i = 0; i < B * S; ++i) ex.i32(in.token_type_ids)[i] = (i % S) >= S / 2 ? 1 : 0;
+  if (in.attention_mask >= 0)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t s = 0; s < S; ++s) ex.i32(in.attention_mask)[b * S + s] = s < S - 3 * b ? 1 : 0;
+  if (in.masked_positions >= 0) {
+    const int64_t per = g.recipe.max_predictions_per_seq();
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t j = 0; j < per; ++j) {
+        ex.i32(in.masked_positions)[b * per + j] = static_cast<int32_t>(b * S + 1 + 2 * j);
+        ex.i32(in.masked_labels)[b * per + j] = token(10000 + b * per + j);
+      }
+    ex.i32(in.masked_labels)[B * per - 1] = -1;
+    for (int64_t b = 0; b < B; ++b) {
+      ex.i32(in.cls_positions)[b] = static_cast<int32_t>(b * S);
+      ex.i32(in.nsp_labels)[b] = static_cast<int32_t>(b % 2);
+    }
+  }
+  if (in.lm_labels >= 0)
+    for (int64_t i = 0; i < B * S; ++i) ex.i32(in.lm_labels)[i] = (i % S) == S - 1 ? -1 : ex.i32(in.input_ids)[i + 1];
+  set_scalar(ex, in.loss_grad, loss_grad);
+}
+
+}  // namespace ptsim::test
