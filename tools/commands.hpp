@@ -13,5 +13,6 @@ int run_data_command(int argc, char** argv);
 int run_train_command(int argc, char** argv);
 int run_calibrate_command(int argc, char** argv);
 int run_sweep_command(int argc, char** argv);
+int run_report_command(int argc, char** argv);
 
 }  // namespace ptsim::tools

@@ -29,6 +29,7 @@ constexpr Subcommand kSubcommands[] = {
     {"train", ptsim::tools::run_train_command, "execute the TaskGraph for real (CPU backend)"},
     {"calibrate", ptsim::tools::run_calibrate_command, "fit GPU profiles to measured or published runs"},
     {"sweep", ptsim::tools::run_sweep_command, "many what-ifs: time-dollar frontier, cheapest plan by a deadline"},
+    {"report", ptsim::tools::run_report_command, "a self-contained HTML report with charts of a scenario (and a sweep)"},
 };
 
 void print_usage(std::FILE* out) {
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
     }
     return rc;
   }
-  fmt::print(stderr, "error: unknown command '{}' (expected one of: predict, validate, graph, profiles, data, train, calibrate, sweep)\n",
+  fmt::print(stderr, "error: unknown command '{}' (expected one of: predict, validate, graph, profiles, data, train, calibrate, sweep, report)\n",
              name);
   return 2;
 }
