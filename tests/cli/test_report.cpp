@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -321,4 +322,58 @@ TEST_CASE("ptsim validate --report: predicted against published with the toleran
   CHECK(data.at("single_gpu_runs").size() == printed.at("single_gpu_runs").size());
   const std::regex external(R"((src|href)\s*=\s*["']?\s*(https?:)?//)", std::regex::icase);
   CHECK_FALSE(std::regex_search(text, external));
+}
+
+TEST_CASE("ptsim calibrate --report: measured against predicted, before and after the fit") {
+  const fs::path dir = ptsim::test::process_temp_dir("report_calibrate");
+  auto r = run_ptsim("calibrate published --format json --report " + quote(dir / "published.html"));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const json printed = json::parse(r.output);
+  const std::string text = read_text(dir / "published.html");
+  const json data = embedded_json(text, "ptsim-calibration-data");
+  CHECK(data.at("mode") == "published");
+  REQUIRE(data.at("groups").size() == printed.size());
+  for (size_t i = 0; i < printed.size(); ++i) {
+    const std::string group = printed[i].at("group").get<std::string>();
+    CHECK(data.at("groups")[i].at("group") == group);
+    CHECK(data.at("groups")[i].at("runs").size() == printed[i].at("runs").size());
+    CHECK(text.find("id=\"chart-fit-" + group + "\"") != std::string::npos);
+    for (size_t k = 0; k < printed[i].at("runs").size(); ++k)
+      CHECK(close(data.at("groups")[i].at("runs")[k].at("predicted_after").get<double>(),
+                  printed[i].at("runs")[k].at("predicted_after").get<double>()));
+  }
+
+  // Measured mode, on per-op times that are the T4 prediction scaled by 1.25 and relabelled "measured": the
+  // fit must then move the step's error from about -20% towards zero, and the page must say so.
+  auto p = run_ptsim("predict --gpu t4 --model bert-tiny --micro-batch 8 --op-times " + quote(dir / "predicted.json"));
+  REQUIRE(p.exit_code == 0);
+  json times = json::parse(read_text(dir / "predicted.json"));
+  times["source"] = "measured";
+  std::function<void(json&)> scale = [&](json& j) {
+    if (j.is_object()) {
+      for (auto& [key, value] : j.items()) {
+        if (value.is_number_float() && key.find("seconds") != std::string::npos) value = value.get<double>() * 1.25;
+        else scale(value);
+      }
+    } else if (j.is_array()) {
+      for (auto& v : j) scale(v);
+    }
+  };
+  scale(times);
+  write_text(dir / "measured.json", times.dump());
+  auto m = run_ptsim("calibrate measured --profile t4 --op-times " + quote(dir / "measured.json") + " --report " +
+                     quote(dir / "measured.html"));
+  INFO(m.output);
+  REQUIRE(m.exit_code == 0);
+  const std::string mtext = read_text(dir / "measured.html");
+  CHECK(mtext.find("id=\"chart-fit-kinds\"") != std::string::npos);
+  const json mdata = embedded_json(mtext, "ptsim-calibration-data");
+  CHECK(mdata.at("mode") == "measured");
+  CHECK_FALSE(mdata.at("kinds").empty());
+  const json& step = mdata.at("steps")[0];
+  const double before = step.at("predicted_before").get<double>() / step.at("measured_seconds").get<double>() - 1;
+  const double after = step.at("predicted_after").get<double>() / step.at("measured_seconds").get<double>() - 1;
+  CHECK(before == doctest::Approx(-0.2).epsilon(0.02));
+  CHECK(std::abs(after) < std::abs(before));
 }
