@@ -219,7 +219,7 @@ json ladder_rung(int nodes, const Prediction& p) {
 
 [[noreturn]] void sweep_fail(const std::string& path, const std::string& what) {
   throw core::InputError(fmt::format("--sweep {}: {} (expected the output of 'ptsim sweep --format json', schema "
-                                     "ptsim.sweep.v1; docs/json-formats.md)",
+                                     "ptsim.sweep.v1)",
                                      path, what));
 }
 
