@@ -319,6 +319,7 @@ json collect_scenario_report(const std::string& scenario_name, const ScenarioRep
   json report;
   report["schema"] = "ptsim.report.v1";
   report["scenario"] = scenario_json(s, config, options.overrides, scenario_assumptions(scenario_name, options.overrides));
+  report["scenario"]["requested"] = scenario_name;  // as given: a shipped name or a file path
   report["prediction"] = prediction_to_json(p);
   report["step_breakdown"] = steps;
   report["memory"] = memory;

@@ -109,13 +109,14 @@ void overview_section(HtmlReport& page, const json& r) {
   figures.push_back({"memory per GPU", format_gib(p.at("memory_per_gpu_bytes").get<double>()),
                      "of " + format_gib(sc.at("gpu_memory_bytes").get<double>())});
   page.add_key_figures(figures);
-  page.add_note(fmt::format("Scenario '{}'{}. Every figure comes from ptsim's simulator with the shipped hardware "
-                            "profiles; `ptsim predict --scenario {} --format json` prints the same numbers.",
-                            sc.at("name").get<std::string>(),
-                            sc.at("overrides").empty()
-                                ? std::string()
-                                : fmt::format(" with --set {}", fmt::join(sc.at("overrides").get<std::vector<std::string>>(), " --set ")),
-                            sc.at("name").get<std::string>()));
+  const std::string sets =
+      sc.at("overrides").empty()
+          ? std::string()
+          : fmt::format(" --set {}", fmt::join(sc.at("overrides").get<std::vector<std::string>>(), " --set "));
+  page.add_note(fmt::format("Scenario '{}'. Every figure comes from ptsim's simulator with the shipped hardware "
+                            "profiles; `ptsim predict --scenario {}{} --format json` prints the same numbers.",
+                            sc.at("name").get<std::string>(), sc.value("requested", sc.at("name").get<std::string>()),
+                            sets));
 }
 
 void scenario_section(HtmlReport& page, const json& r) {

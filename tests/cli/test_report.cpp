@@ -100,6 +100,8 @@ TEST_CASE("ptsim report: every section, and the figures ptsim predict prints") {
     CHECK_MESSAGE(r.text.find(std::string("id=\"") + chart + "\"") != std::string::npos, "chart " << chart);
   CHECK(r.text.find("How to read this") != std::string::npos);
   CHECK(r.text.find("Chart.js v") != std::string::npos);  // the library itself, inlined
+  // The page names the command that prints the same figures.
+  CHECK(r.text.find("<code>ptsim predict --scenario t4-academic-cluster --format json</code>") != std::string::npos);
 
   const json data = embedded_json(r.text, "ptsim-report-data");
   CHECK(data.at("schema") == "ptsim.report.v1");
