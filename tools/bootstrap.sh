@@ -12,7 +12,8 @@ targets=("$@")
 
 # To build and test: missing ones are installed, and bootstrap fails if they cannot be.
 packages=(meson ninja-build g++ pkg-config libeigen3-dev libboost-graph-dev libfmt-dev
-          nlohmann-json3-dev doctest-dev libcli11-dev libopenmpi-dev openmpi-bin)
+          nlohmann-json3-dev doctest-dev libcli11-dev libopenmpi-dev openmpi-bin
+          libjs-chart.js)  # Chart.js, inlined by `ptsim report` into its pages (docs/report.md)
 # The README tour's demo corpus (tools/make_corpus.sh): the text, and the `bible` program that reads it
 # (bible-kjv; --no-install-recommends does not bring it with bible-kjv-text). Installed when missing; a
 # machine that cannot install them (offline) still builds and tests, with a warning.

@@ -1,7 +1,9 @@
 // tools/cmd_calibrate.cpp — `ptsim calibrate published`: fit the V100/T4 compute-model parameters to the
 // published single-GPU runs (reports/calibration/published_single_gpu.json), print before/after errors
 // with fit and held-out runs marked, and with --write store the fitted values, with their provenance, in
-// hwprofiles/gpus/*.json.
+// hwprofiles/gpus/*.json. `calibrate measured` fits a device profile to per-op times measured by the
+// runtime. --report FILE (both) also writes measured vs predicted before and after the fit as an HTML page
+// (reports/calibration_report.hpp).
 #include <fmt/format.h>
 
 #include <ctime>
@@ -14,6 +16,8 @@
 #include "core/atomic_file.hpp"
 #include "core/json_reader.hpp"
 #include "hwprofiles/profiles.hpp"
+#include "reports/calibration_report.hpp"
+#include "reports/html_report.hpp"
 #include "reports/text_table.hpp"
 #include "sim/calibration.hpp"
 #include "sim/op_calibration.hpp"
@@ -74,9 +78,17 @@ void write_fitted_values(const std::string& profiles_dir, const sim::PublishedRu
 }
 
 
+// The report's target and chart library, checked before the fit; "" when no --report.
+std::string report_library(const std::string& report_path) {
+  if (report_path.empty()) return "";
+  (void)core::writable_target(report_path, "--report");
+  return reports::load_chart_library();
+}
+
 int calibrate_measured(const std::vector<std::string>& files, const std::vector<std::string>& holdout_files,
                        const std::string& device, const std::vector<std::string>& parameters,
-                       const std::string& profiles_dir, bool write) {
+                       const std::string& profiles_dir, bool write, const std::string& report_path) {
+  const std::string chart_library = report_library(report_path);
   hwprofiles::ProfileSet profiles = hwprofiles::load_profiles(profiles_dir);
   const hwprofiles::GpuProfile& base = hwprofiles::find_gpu(profiles, device);
   std::vector<sim::OpTimes> fit, holdout;
@@ -103,6 +115,23 @@ int calibrate_measured(const std::vector<std::string>& files, const std::vector<
   };
   line("fit step (Σ ops)", r.fit_measured_seconds, r.fit_predicted_before, r.fit_predicted_after);
   if (r.has_holdout) line("held-out step (Σ ops)", r.holdout_measured_seconds, r.holdout_predicted_before, r.holdout_predicted_after);
+  if (!report_path.empty()) {
+    nlohmann::json kinds_json = nlohmann::json::array(), steps_json = nlohmann::json::array();
+    for (const auto& [kind, k] : r.fit_by_kind)
+      if (k.measured_seconds > 0)
+        kinds_json.push_back({{"kind", kind}, {"measured_seconds", k.measured_seconds},
+                              {"predicted_before", k.predicted_before}, {"predicted_after", k.predicted_after}});
+    steps_json.push_back({{"what", "fit step (sum of ops)"}, {"measured_seconds", r.fit_measured_seconds},
+                          {"predicted_before", r.fit_predicted_before}, {"predicted_after", r.fit_predicted_after}});
+    if (r.has_holdout)
+      steps_json.push_back({{"what", "held-out step (sum of ops)"}, {"measured_seconds", r.holdout_measured_seconds},
+                            {"predicted_before", r.holdout_predicted_before}, {"predicted_after", r.holdout_predicted_after}});
+    const nlohmann::json report = {{"mode", "measured"}, {"device", device}, {"values", r.values},
+                                   {"kept_prior", r.kept_prior}, {"files", files}, {"holdout_files", holdout_files},
+                                   {"kinds", kinds_json}, {"steps", steps_json}};
+    core::write_file_atomic(report_path, reports::render_calibration_report(report, chart_library), "--report");
+    fmt::print("wrote {}: open it in a browser (it needs no network)\n", report_path);
+  }
   if (r.kept_prior) {
     // Said plainly: the fit was computed but not used, and --write writes nothing.
     fmt::print("\nkept the prior parameters of '{}': the fitted values (", device);
@@ -137,6 +166,8 @@ int run_calibrate_command(int argc, char** argv) {
   published->add_option("--profiles", profiles_dir, "hardware profile directory")->capture_default_str();
   published->add_flag("--write", write, "store the fitted values (with provenance) in the GPU profiles");
   published->add_option("--format", format, "table | json")->check(CLI::IsMember({"table", "json"}));
+  std::string report_path;
+  published->add_option("--report", report_path, "also write measured vs predicted, before and after the fit, as an HTML page");
   CLI::App* measured = app.add_subcommand(
       "measured", "fit a device profile to per-op times measured by 'ptsim train --op-times' (the runtime)");
   std::vector<std::string> measured_files, holdout_files;
@@ -149,14 +180,23 @@ int run_calibrate_command(int argc, char** argv) {
   measured->add_option("--profile", device, "the device profile to fit (hwprofiles/gpus)")->capture_default_str();
   measured->add_option("--profiles", profiles_dir, "hardware profile directory")->capture_default_str();
   measured->add_flag("--write", write, "store the fitted values (with provenance) in the profile");
+  measured->add_option("--report", report_path, "also write measured vs predicted per op kind, before and after the fit, as an HTML page");
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
-  if (measured->parsed()) return calibrate_measured(measured_files, holdout_files, device, parameters, profiles_dir, write);
+  if (measured->parsed())
+    return calibrate_measured(measured_files, holdout_files, device, parameters, profiles_dir, write, report_path);
 
+  const std::string chart_library = report_library(report_path);
+  nlohmann::json report_groups = nlohmann::json::array();
   sim::PublishedRunSet set = sim::load_published_runs(runs_path);
   hwprofiles::ProfileSet profiles = hwprofiles::load_profiles(profiles_dir);
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [name, group] : set.groups) {
     sim::FitResult fit = sim::fit_group(set, name, profiles);
+    nlohmann::json report_runs = nlohmann::json::array();
+    for (size_t i = 0; i < fit.after.size(); ++i)
+      report_runs.push_back({{"id", fit.after[i].id}, {"role", fit.after[i].role}, {"measured", fit.after[i].measured},
+                             {"predicted_before", fit.before[i].predicted}, {"predicted_after", fit.after[i].predicted}});
+    report_groups.push_back({{"group", name}, {"why", group.why}, {"values", fit.values}, {"runs", report_runs}});
     if (format == "json") {
       nlohmann::json runs = nlohmann::json::array();
       for (size_t i = 0; i < fit.after.size(); ++i)
@@ -179,7 +219,12 @@ int run_calibrate_command(int argc, char** argv) {
     }
     if (write) write_fitted_values(profiles_dir, set, fit, profiles);
   }
+  if (!report_path.empty()) {
+    const nlohmann::json report = {{"mode", "published"}, {"runs_file", set.path}, {"groups", report_groups}};
+    core::write_file_atomic(report_path, reports::render_calibration_report(report, chart_library), "--report");
+  }
   if (format == "json") fmt::print("{}\n", out.dump(2));
+  else if (!report_path.empty()) fmt::print("wrote {}: open it in a browser (it needs no network)\n", report_path);
   return 0;
 }
 

@@ -1,15 +1,19 @@
 // tools/cmd_validate.cpp — `ptsim validate`: for every published result (the shipped scenarios and the
 // published single-GPU runs) the published value, ptsim's prediction from the one shipped profile set (no
-// per-scenario factors) and the error. Runs used by the compute-model fit are marked.
+// per-scenario factors) and the error. Runs used by the compute-model fit are marked. --report FILE also
+// writes the comparison as a self-contained HTML page with error bars (reports/validation_report.hpp).
 #include <fmt/format.h>
 
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.hpp"
 #include "hwprofiles/profiles.hpp"
+#include "reports/html_report.hpp"
 #include "reports/prediction.hpp"
 #include "reports/scenario.hpp"
 #include "reports/text_table.hpp"
+#include "reports/validation_report.hpp"
 #include "sim/calibration.hpp"
 #include "tools/cli_support.hpp"
 #include "tools/commands.hpp"
@@ -34,12 +38,20 @@ int run_validate_command(int argc, char** argv) {
   std::string profiles_dir = hwprofiles::hwprofiles_directory();
   std::string runs_path = sim::default_published_runs_path();
   std::vector<std::string> only;
+  std::string report_path;
   app.add_option("--format", format, "table | json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
   app.add_option("--profiles", profiles_dir, "hardware profile directory")->capture_default_str();
   app.add_option("--runs", runs_path, "published single-GPU runs")->capture_default_str();
   app.add_option("--scenario", only, "validate only these scenarios (default: every shipped scenario with published results)");
+  app.add_option("--report", report_path, "also write the comparison as a self-contained HTML page with charts");
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
 
+  // The report's target and chart library are checked before the predictions run.
+  std::string chart_library;
+  if (!report_path.empty()) {
+    (void)core::writable_target(report_path, "--report");
+    chart_library = reports::load_chart_library();
+  }
   hwprofiles::ProfileSet profiles = hwprofiles::load_profiles(profiles_dir);
 
   // Published end-to-end results (scenarios).
@@ -80,6 +92,10 @@ int run_validate_command(int argc, char** argv) {
     runs.add_row({run.id, run.role == "fit" ? "yes" : "held out", fmt::format("{:.2f}", run.sequences_per_second),
                   fmt::format("{:.2f}", predicted), fmt::format("{:+.1f}%", 100 * error)});
   }
+  if (!report_path.empty()) {
+    const nlohmann::json validation = {{"published_results", targets}, {"single_gpu_runs", single}, {"runs_file", set.path}};
+    core::write_file_atomic(report_path, reports::render_validation_report(validation, chart_library), "--report");
+  }
   if (format == "json") {
     fmt::print("{}\n", nlohmann::json{{"published_results", targets}, {"single_gpu_runs", single}}.dump(2));
     return 0;
@@ -88,6 +104,7 @@ int run_validate_command(int argc, char** argv) {
              table.render());
   for (const auto& g : gaps) fmt::print("{}\n", g);
   fmt::print("\nPublished single-GPU throughputs (BERT-large pretraining; {}):\n{}", set.path, runs.render());
+  if (!report_path.empty()) fmt::print("\nwrote {}: open it in a browser (it needs no network)\n", report_path);
   return 0;
 }
 

@@ -14,5 +14,6 @@ int run_train_command(int argc, char** argv);
 int run_calibrate_command(int argc, char** argv);
 int run_sweep_command(int argc, char** argv);
 int run_collective_command(int argc, char** argv);
+int run_report_command(int argc, char** argv);
 
 }  // namespace ptsim::tools

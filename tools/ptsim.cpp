@@ -30,6 +30,7 @@ constexpr Subcommand kSubcommands[] = {
     {"calibrate", ptsim::tools::run_calibrate_command, "fit GPU profiles to measured or published runs"},
     {"sweep", ptsim::tools::run_sweep_command, "many what-ifs: time-dollar frontier, cheapest plan by a deadline"},
     {"collective", ptsim::tools::run_collective_command, "predict a collective's nccl-tests table on a cluster"},
+    {"report", ptsim::tools::run_report_command, "a self-contained HTML report with charts of a scenario (and a sweep)"},
 };
 
 void print_usage(std::FILE* out) {
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
     }
     return rc;
   }
-  fmt::print(stderr, "error: unknown command '{}' (expected one of: predict, validate, graph, profiles, data, train, calibrate, sweep, collective)\n",
+  fmt::print(stderr, "error: unknown command '{}' (expected one of: predict, validate, graph, profiles, data, train, calibrate, sweep, collective, report)\n",
              name);
   return 2;
 }

@@ -13,9 +13,10 @@ struct CommandResult {
   std::string output;  // stdout and stderr together
 };
 
-// `args` is appended to the binary path verbatim (quote what needs quoting).
-inline CommandResult run_ptsim(const std::string& args) {
-  std::string command = std::string(PTSIM_BINARY) + " " + args + " 2>&1";
+// `args` is appended to the binary path verbatim (quote what needs quoting); `env` ("NAME=value …", for
+// the shell) goes before it.
+inline CommandResult run_ptsim(const std::string& args, const std::string& env = "") {
+  std::string command = (env.empty() ? "" : env + " ") + std::string(PTSIM_BINARY) + " " + args + " 2>&1";
   CommandResult result;
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return result;
