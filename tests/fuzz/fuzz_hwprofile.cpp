@@ -4,7 +4,7 @@
 #include "hwprofiles/profiles.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+PTSIM_FUZZ_TARGET(hwprofile) {
   if (size < 1) return 0;
   const auto& scratch = ptsim::fuzz::FuzzScratch::get();
   const std::string path = scratch.write("fuzz-profile.json", ptsim::fuzz::as_text(data + 1, size - 1));

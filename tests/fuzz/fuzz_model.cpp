@@ -4,7 +4,7 @@
 #include "models/model_spec.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+PTSIM_FUZZ_TARGET(model) {
   ptsim::fuzz::guarded([&] {
     const auto spec = ptsim::models::parse_model_json("fuzz-model.json", std::string(ptsim::fuzz::as_text(data, size)));
     volatile int64_t sink = spec.padded_vocab_size() + spec.head_dim();

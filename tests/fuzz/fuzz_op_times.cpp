@@ -4,7 +4,7 @@
 #include "models/op_times.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+PTSIM_FUZZ_TARGET(op_times) {
   ptsim::fuzz::guarded([&] {
     const auto json = ptsim::core::parse_json_text(std::string(ptsim::fuzz::as_text(data, size)), "fuzz-op-times.json");
     (void)ptsim::models::parse_op_times(json, "fuzz-op-times.json");

@@ -5,7 +5,7 @@
 #include "runtime/checkpoint/safetensors.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+PTSIM_FUZZ_TARGET(safetensors) {
   ptsim::fuzz::guarded([&] {
     const auto file = ptsim::runtime::parse_safetensors(
         std::span<const std::byte>(reinterpret_cast<const std::byte*>(data), size), "fuzz.safetensors");

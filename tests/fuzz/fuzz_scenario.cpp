@@ -4,7 +4,7 @@
 #include "reports/scenario.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+PTSIM_FUZZ_TARGET(scenario) {
   ptsim::fuzz::guarded([&] {
     const auto json = ptsim::core::parse_json_text(std::string(ptsim::fuzz::as_text(data, size)), "fuzz-scenario.json");
     (void)ptsim::reports::parse_scenario(json, "fuzz-scenario.json");

@@ -9,7 +9,7 @@
 #include "runtime/data/pretraining_dataset.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+PTSIM_FUZZ_TARGET(shards) {
   if (size < 5) return 0;
   uint32_t manifest_bytes = 0;
   std::memcpy(&manifest_bytes, data + 1, 4);

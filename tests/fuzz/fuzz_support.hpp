@@ -2,6 +2,9 @@
 //   guarded([&] { parse(...); })   runs one parse: core::InputError is the expected answer to bad input and is
 //                                  swallowed; any other exception aborts, so libFuzzer reports it as a crash.
 //   FuzzScratch                    a per-process scratch directory, for loaders that take a path.
+//   PTSIM_FUZZ_TARGET(name)        the entry point: LLVMFuzzerTestOneInput in a fuzz build, or
+//                                  ptsim_fuzz_<name> when compiled into the cpu suite's corpus replay
+//                                  (test_fuzz_corpus.cpp, -DPTSIM_FUZZ_REPLAY), so both run the same code.
 #pragma once
 #include <unistd.h>
 
@@ -17,6 +20,12 @@
 #include <system_error>
 
 #include "core/error.hpp"
+
+#ifdef PTSIM_FUZZ_REPLAY
+#define PTSIM_FUZZ_TARGET(name) int ptsim_fuzz_##name(const uint8_t* data, size_t size)
+#else
+#define PTSIM_FUZZ_TARGET(name) extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
+#endif
 
 namespace ptsim::fuzz {
 

@@ -5,7 +5,7 @@
 #include "reports/sweep_spec.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+PTSIM_FUZZ_TARGET(sweep) {
   const std::string_view text = ptsim::fuzz::as_text(data, size);
   const size_t newline = text.find('\n');
   const std::string line(text.substr(0, newline));

@@ -4,7 +4,7 @@
 #include "runtime/data/tokenizer.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+PTSIM_FUZZ_TARGET(vocab) {
   const std::string_view text = ptsim::fuzz::as_text(data, size);
   const std::string path = ptsim::fuzz::FuzzScratch::get().write("vocab.txt", text);
   ptsim::fuzz::guarded([&] {
