@@ -26,13 +26,18 @@ int64_t parse_integer(const std::string& axis, const std::string& text, const st
   return value;
 }
 
-// A list value: JSON if it parses as JSON (numbers, true/false, quoted strings), else a bare string.
-Json parse_value(const std::string& text) {
+// A list value: JSON if it is JSON (numbers, true/false, quoted strings), read strictly as every JSON input
+// is (core::parse_json_text: duplicate keys refused), else a bare string. A number JSON cannot hold (1e400)
+// is an InputError, not a string and not an nlohmann exception (found by tests/fuzz/fuzz_sweep).
+Json parse_value(const std::string& axis, const std::string& text) {
+  if (Json::accept(text)) return core::parse_json_text(text, fmt::format("--vary {}", axis));
   try {
-    return Json::parse(text);
-  } catch (const Json::parse_error&) {
-    return Json(text);
+    (void)Json::parse(text);
+  } catch (const Json::out_of_range&) {
+    throw InputError(fmt::format("--vary {}: value '{}' is a number that does not fit a double", axis, text));
+  } catch (const Json::exception&) {
   }
+  return Json(text);
 }
 
 std::vector<Json> split_values(const std::string& axis, const std::string& list) {
@@ -45,7 +50,7 @@ std::vector<Json> split_values(const std::string& axis, const std::string& list)
     if (item.find("..") != std::string::npos) {
       for (auto& v : parse_range(axis, item)) values.push_back(std::move(v));
     } else {
-      values.push_back(parse_value(item));
+      values.push_back(parse_value(axis, item));
     }
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -75,6 +80,8 @@ const std::vector<std::string>& auto_recipe_keys() {
 
 std::vector<Json> parse_range(const std::string& axis, const std::string& range) {
   const size_t dots = range.find("..");
+  if (dots == std::string::npos)  // a sweep file's "range" reaches here unchecked ("" once threw std::out_of_range)
+    throw InputError(fmt::format("--vary {}: range '{}' is not A..B, A..B+STEP or A..BxFACTOR", axis, range));
   const std::string first_text = range.substr(0, dots);
   std::string rest = range.substr(dots + 2);
   char op = '+';

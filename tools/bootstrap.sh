@@ -10,10 +10,12 @@ build_dir="${1:-build}"
 shift $(($# > 0 ? 1 : 0))
 targets=("$@")
 
-# To build and test: missing ones are installed, and bootstrap fails if they cannot be.
+# To build and test: missing ones are installed, and bootstrap fails if they cannot be. clang-14 and
+# libclang-rt-14-dev (libFuzzer, ASan/UBSan/LSan runtimes): tools/test_sanitizers.sh, which CI runs.
 packages=(meson ninja-build g++ pkg-config libeigen3-dev libboost-graph-dev libfmt-dev
           nlohmann-json3-dev doctest-dev libcli11-dev libopenmpi-dev openmpi-bin
-          libjs-chart.js)  # Chart.js, inlined by `ptsim report` into its pages (docs/report.md)
+          libjs-chart.js   # Chart.js, inlined by `ptsim report` into its pages (docs/report.md)
+          clang-14 libclang-rt-14-dev)  # the sanitizer and fuzz build (docs/fuzzing-and-sanitizers.md)
 # The README tour's demo corpus (tools/make_corpus.sh): the text, and the `bible` program that reads it
 # (bible-kjv; --no-install-recommends does not bring it with bible-kjv-text). Installed when missing; a
 # machine that cannot install them (offline) still builds and tests, with a warning.

@@ -220,7 +220,8 @@ void check_key_bias(const std::string& name, const std::vector<float>& got, cons
 Worst compare_forward(const Forward& f, const Golden& g) {
   Worst w;
   for (const auto& [name, value] : f.scalars) check_loss(name, value, g.scalar(name), kLossRelTol, w.loss_rel);
-  for (const auto& [name, value] : f.tensors) {
+  for (const auto& [tensor_name, value] : f.tensors) {
+    const std::string& name = tensor_name;  // not the binding in CHECK_MESSAGE: clang 14 cannot capture one
     const TensorError e = tensor_error(value, g.at(name));
     w.logit = std::max(w.logit, e.max_rel);
     CHECK_MESSAGE(e.max_rel <= kLogitTol, name << ": max |Δ| / max |ref| = " << e.max_rel);
@@ -228,7 +229,8 @@ Worst compare_forward(const Forward& f, const Golden& g) {
   size_t grads_in_golden = 0;
   for (const auto& t : g.file.tensors) grads_in_golden += t.name.rfind("grad.", 0) == 0;
   CHECK(grads_in_golden == f.grads.size());  // every parameter's gradient is compared
-  for (const auto& [name, grad] : f.grads) {
+  for (const auto& [grad_name, grad] : f.grads) {
+    const std::string& name = grad_name;  // not the binding in CHECK_MESSAGE: clang 14 cannot capture one
     if (is_key_bias(name)) {
       check_key_bias(name, grad, g.at("grad." + name), f.grads.at(key_weight_of(name)), w);
       continue;
@@ -247,8 +249,9 @@ double compare_steps(const Inputs& in, const Golden& g) {
   CHECK(std::stod(g.file.metadata.at("adamw_lr")) == golden::kAdamwLr);
   CHECK(std::stod(g.file.metadata.at("lamb_lr")) == golden::kLambLr);
   double worst = 0;
-  for (auto [kind, lr, key] : {std::tuple{models::OptimizerKind::adamw, golden::kAdamwLr, "adamw.losses"},
-                               std::tuple{models::OptimizerKind::lamb, golden::kLambLr, "lamb.losses"}}) {
+  for (auto [kind, lr, losses_key] : {std::tuple{models::OptimizerKind::adamw, golden::kAdamwLr, "adamw.losses"},
+                                      std::tuple{models::OptimizerKind::lamb, golden::kLambLr, "lamb.losses"}}) {
+    const char* key = losses_key;  // not the binding in CHECK_MESSAGE: clang 14 cannot capture one
     const std::vector<double> got = ptsim_step_losses(in, kind, lr, golden::kSteps);
     const std::vector<float> want = g.at(key);
     REQUIRE(want.size() == got.size());
@@ -337,8 +340,8 @@ TEST_CASE("golden inputs: BERT checkpoint names and shapes are exactly transform
   const models::TaskGraph g = models::build_task_graph(m, golden::recipe(c));
   std::map<std::string, std::vector<int64_t>> graph_params;
   for (const models::Parameter& p : g.params) graph_params[p.name] = golden::saved_shape(g, p);
-  for (const auto& [name, shape] : expected) CHECK_MESSAGE(graph_params.count(name) == 1, "missing " << name);
-  for (const auto& [name, shape] : graph_params) CHECK_MESSAGE(expected.count(name) == 1, "unexpected " << name);
+  for (const auto& e : expected) CHECK_MESSAGE(graph_params.count(e.first) == 1, "missing " << e.first);
+  for (const auto& e : graph_params) CHECK_MESSAGE(expected.count(e.first) == 1, "unexpected " << e.first);
   CHECK(graph_params == expected);
   // The shipped file, which tools/torch_reference.py loads strictly.
   std::map<std::string, std::vector<int64_t>> file;
@@ -390,8 +393,8 @@ TEST_CASE("golden live: PyTorch regenerates the golden and ptsim matches it") {
     CAPTURE(c.name);
     test::TempDir dir("golden_live");
     const fs::path out = dir.path / "torch_golden.safetensors";
-    const auto [rc, log] = run_reference(golden::data_dir(c), out);
-    REQUIRE_MESSAGE(rc == 0, "tools/torch_reference.py failed:\n" << log);
+    const auto reference = run_reference(golden::data_dir(c), out);
+    REQUIRE_MESSAGE(reference.first == 0, "tools/torch_reference.py failed:\n" << reference.second);
     const Golden live{runtime::read_safetensors(out.string())};
     report(c.name + ": ptsim vs live torch", compare_forward(ptsim_forward(shipped_inputs(c)), live));
     MESSAGE(c.name << ": 10-step losses vs live torch, worst relative error " << compare_steps(shipped_inputs(c), live));
@@ -431,14 +434,15 @@ TEST_CASE("golden live: tools/torch_reference.py refuses a checkpoint whose keys
     };
     const std::string victim = model.tensors.at(3).name, other = model.tensors.at(5).name,
                       matrix = model.tensors.at(0).name;
-    const auto [rc1, missing] = run_with(victim, "", "");
-    CHECK(rc1 != 0);
-    CHECK_MESSAGE(missing.find("missing: " + victim) != std::string::npos, missing);
-    const auto [rc2, renamed] = run_with("", other, "");
-    CHECK(rc2 != 0);
-    CHECK_MESSAGE(renamed.find("unexpected: " + other + "_x") != std::string::npos, renamed);
-    const auto [rc3, reshaped] = run_with("", "", matrix);
-    CHECK(rc3 != 0);
-    CHECK_MESSAGE(reshaped.find("shape: " + matrix) != std::string::npos, reshaped);
+    // (exit status, log) pairs, not structured bindings: clang 14 cannot capture a binding in CHECK_MESSAGE.
+    const auto missing = run_with(victim, "", "");
+    CHECK(missing.first != 0);
+    CHECK_MESSAGE(missing.second.find("missing: " + victim) != std::string::npos, missing.second);
+    const auto renamed = run_with("", other, "");
+    CHECK(renamed.first != 0);
+    CHECK_MESSAGE(renamed.second.find("unexpected: " + other + "_x") != std::string::npos, renamed.second);
+    const auto reshaped = run_with("", "", matrix);
+    CHECK(reshaped.first != 0);
+    CHECK_MESSAGE(reshaped.second.find("shape: " + matrix) != std::string::npos, reshaped.second);
   }
 }

@@ -123,8 +123,8 @@ TEST_CASE("train: checkpoints use HuggingFace BertForPreTraining names and the t
   std::map<std::string, std::vector<int64_t>> saved;
   for (const auto& t : model.tensors) saved[t.name] = t.shape;
   const auto expected = ptsim::test::hf_bert_for_pretraining_parameters({397, 32, 2, 64, 64, 2});
-  for (const auto& [name, shape] : expected) CHECK_MESSAGE(saved.count(name) == 1, "missing " << name);
-  for (const auto& [name, shape] : saved) CHECK_MESSAGE(expected.count(name) == 1, "unexpected " << name);
+  for (const auto& e : expected) CHECK_MESSAGE(saved.count(e.first) == 1, "missing " << e.first);
+  for (const auto& e : saved) CHECK_MESSAGE(expected.count(e.first) == 1, "unexpected " << e.first);
   CHECK(saved == expected);
   CHECK(model.at("bert.embeddings.word_embeddings.weight").shape == std::vector<int64_t>{397, 32});
   CHECK(model.at("cls.predictions.bias").shape == std::vector<int64_t>{397});
