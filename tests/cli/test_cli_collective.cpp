@@ -36,7 +36,9 @@ TEST_CASE("bad flags are exit 2 naming the flag") {
       {"collective --node no-such-node", "no-such-node"},
       {"collective --node dgx-1 --gpus-per-node 1", "one GPU has nothing to communicate"},
   };
-  for (const auto& [args, expected] : cases) {
+  for (const auto& c : cases) {  // no structured bindings: clang 14 cannot capture them in doctest's macros
+    const std::string& args = c.first;
+    const std::string& expected = c.second;
     auto r = run_ptsim(args);
     CHECK_MESSAGE(r.exit_code == 2, args << "\n" << r.output);
     CHECK_MESSAGE(r.output.find(expected) != std::string::npos, args << "\n" << r.output);
