@@ -203,10 +203,18 @@ std::string scenario_path(const std::string& name_or_path) {
   return path;
 }
 
-Scenario load_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides) {
-  const std::string path = scenario_path(name_or_path);
-  Json json = core::load_json_file(path);
+Json load_base_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides,
+                        std::string* path) {
+  const std::string file = scenario_path(name_or_path);
+  Json json = core::load_json_file(file);
   for (const auto& o : overrides) apply_override(json, o);
+  if (path) *path = file;
+  return json;
+}
+
+Scenario load_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides) {
+  std::string path;
+  const Json json = load_base_scenario(name_or_path, overrides, &path);
   if (overrides.empty()) return parse_scenario(json, path);
   try {
     return parse_scenario(json, path);

@@ -89,6 +89,9 @@ struct Scenario {
 Scenario load_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides = {});
 Scenario parse_scenario(const core::Json& json, const std::string& source);
 std::vector<std::string> builtin_scenario_names();
+// A scenario's JSON by shipped name or file, with --set edits applied; `path` (optional) gets its file.
+core::Json load_base_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides,
+                              std::string* path);
 // The file of a shipped scenario name, or the path itself if it is a file; InputError lists the names.
 std::string scenario_path(const std::string& name_or_path);
 std::string scenarios_directory();

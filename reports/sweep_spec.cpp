@@ -158,15 +158,6 @@ const char* to_string(SweepObjective o) {
   return "?";
 }
 
-core::Json load_base_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides,
-                              std::string* source) {
-  const std::string path = scenario_path(name_or_path);
-  Json json = core::load_json_file(path);
-  for (const auto& o : overrides) apply_override(json, o);
-  if (source) *source = path;
-  return json;
-}
-
 SweepSpec parse_sweep_json(const Json& json, const std::string& source) {
   core::JsonReader r(json, source);
   SweepSpec spec;
@@ -200,8 +191,7 @@ SweepSpec parse_sweep_json(const Json& json, const std::string& source) {
   if (r.has("deadline")) {
     const Json& d = r.raw("deadline");
     spec.constraints.deadline_seconds =
-        d.is_number() ? parse_duration_seconds(d.dump(), r.where("deadline"))
-                      : parse_duration_seconds(d.is_string() ? d.get<std::string>() : d.dump(), r.where("deadline"));
+        parse_duration_seconds(d.is_string() ? d.get<std::string>() : d.dump(), r.where("deadline"));
   }
   if (r.has("budget_usd")) spec.constraints.budget_usd = r.require_positive("budget_usd");
   if (r.has("max_gpus")) spec.constraints.max_gpus = r.require_positive_int("max_gpus");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/json_reader.hpp"
+#include "reports/scenario.hpp"  // load_base_scenario
 
 namespace ptsim::reports {
 
@@ -55,9 +56,6 @@ const char* to_string(SweepObjective objective);
 // "auto_recipe", "deadline", "budget_usd", "max_gpus", "objective"}.
 SweepSpec load_sweep_file(const std::string& path);
 SweepSpec parse_sweep_json(const core::Json& json, const std::string& source);
-// The base scenario by shipped name or file, with --set edits.
-core::Json load_base_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides,
-                              std::string* source);
 
 // Number of configurations (product of axis sizes); InputError above kMaxConfigurations.
 size_t configuration_count(const SweepSpec& spec);
