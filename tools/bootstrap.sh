@@ -11,8 +11,11 @@ shift $(($# > 0 ? 1 : 0))
 targets=("$@")
 
 # To build and test: missing ones are installed, and bootstrap fails if they cannot be.
+# libopenblas-pthread-dev: OpenBLAS (threaded with pthreads, CPU kernels picked at run time) for the CPU
+# backend's GEMMs (docs/cpu-performance.md); without it the build falls back to Eigen's slower product.
 packages=(meson ninja-build g++ pkg-config libeigen3-dev libboost-graph-dev libfmt-dev
-          nlohmann-json3-dev doctest-dev libcli11-dev libopenmpi-dev openmpi-bin)
+          nlohmann-json3-dev doctest-dev libcli11-dev libopenmpi-dev openmpi-bin
+          libopenblas-dev libopenblas-pthread-dev)
 # The README tour's demo corpus (tools/make_corpus.sh): the text, and the `bible` program that reads it
 # (bible-kjv; --no-install-recommends does not bring it with bible-kjv-text). Installed when missing; a
 # machine that cannot install them (offline) still builds and tests, with a warning.
