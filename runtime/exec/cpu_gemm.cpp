@@ -106,6 +106,12 @@ const OpenBlas& openblas() {
   return lib;
 }
 
+// cblas takes int sizes: a product beyond them goes to Eigen rather than overflow.
+bool fits_blas_int(const models::GemmAttrs& a) {
+  constexpr int64_t kMax = 2147483647;
+  return a.m <= kMax && a.n <= kMax && a.k <= kMax && a.m * a.n <= kMax && a.m * a.k <= kMax && a.k * a.n <= kMax;
+}
+
 // Row-major cblas call. The bias is folded into the product where it can be: C is pre-filled with the
 // bias rows and the product accumulates onto them (beta = 1), one pass over C instead of two.
 template <class T>
@@ -129,12 +135,6 @@ void gemm_blas(T* C, const T* A, const T* B, const T* bias, const models::GemmAt
   if (a.has_bias && a.accumulate) add_bias_rows(C, bias, a.m, a.n);
 }
 #endif
-
-// cblas takes int sizes: a product beyond them goes to Eigen rather than overflow.
-bool fits_blas_int(const models::GemmAttrs& a) {
-  constexpr int64_t kMax = 2147483647;
-  return a.m <= kMax && a.n <= kMax && a.k <= kMax && a.m * a.n <= kMax && a.m * a.k <= kMax && a.k * a.n <= kMax;
-}
 
 }  // namespace
 
