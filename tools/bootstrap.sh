@@ -10,10 +10,13 @@ build_dir="${1:-build}"
 shift $(($# > 0 ? 1 : 0))
 targets=("$@")
 
-# To build and test: missing ones are installed, and bootstrap fails if they cannot be. clang-14 and
+# To build and test: missing ones are installed, and bootstrap fails if they cannot be.
+# libopenblas-pthread-dev: OpenBLAS (threaded with pthreads, CPU kernels picked at run time) for the CPU
+# backend's GEMMs (docs/cpu-performance.md); without it the build falls back to Eigen's slower product. clang-14 and
 # libclang-rt-14-dev (libFuzzer, ASan/UBSan/LSan runtimes): tools/test_sanitizers.sh, which CI runs.
 packages=(meson ninja-build g++ pkg-config libeigen3-dev libboost-graph-dev libfmt-dev
           nlohmann-json3-dev doctest-dev libcli11-dev libopenmpi-dev openmpi-bin
+          libopenblas-dev libopenblas-pthread-dev
           libjs-chart.js   # Chart.js, inlined by `ptsim report` into its pages (docs/report.md)
           clang-14 libclang-rt-14-dev)  # the sanitizer and fuzz build (docs/fuzzing-and-sanitizers.md)
 # The README tour's demo corpus (tools/make_corpus.sh): the text, and the `bible` program that reads it

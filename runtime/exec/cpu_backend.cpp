@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "runtime/exec/cpu_gemm.hpp"  // defines: gemm_run, batched_gemm_run
 
 namespace ptsim::runtime::cpu {
 namespace {
@@ -87,32 +88,15 @@ void gather_rows_backward(T* dx, const T* dy, const int32_t* index, int64_t P, i
 
 // ---- matrix products ----
 
+// Both on the build's GEMM engine (cpu_gemm.cpp: OpenBLAS when linked, else Eigen).
 template <class T>
 void gemm_forward(T* C, const T* A, const T* B, const T* bias, const models::GemmAttrs& a) {
-  Eigen::Map<RowMajor<T>> c(C, a.m, a.n);
-  Eigen::Map<const RowMajor<T>> ma(A, a.trans_a ? a.k : a.m, a.trans_a ? a.m : a.k);
-  Eigen::Map<const RowMajor<T>> mb(B, a.trans_b ? a.n : a.k, a.trans_b ? a.k : a.n);
-  const T alpha = static_cast<T>(a.alpha);
-  auto product = [&](const auto& opa, const auto& opb) {
-    if (a.accumulate)
-      c.noalias() += alpha * opa * opb;
-    else
-      c.noalias() = alpha * opa * opb;
-  };
-  if (!a.trans_a && !a.trans_b) product(ma, mb);
-  else if (!a.trans_a && a.trans_b) product(ma, mb.transpose());
-  else if (a.trans_a && !a.trans_b) product(ma.transpose(), mb);
-  else product(ma.transpose(), mb.transpose());
-  if (a.has_bias) c.rowwise() += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(bias, a.n);
+  gemm_run<T>(C, A, B, bias, a, gemm_default_engine());
 }
 
 template <class T>
 void batched_gemm_forward(T* C, const T* A, const T* B, const models::GemmAttrs& a) {
-  models::GemmAttrs one = a;
-  one.batch = 1;
-  one.has_bias = false;
-  const int64_t sa = a.m * a.k, sb = a.k * a.n, sc = a.m * a.n;
-  for (int64_t b = 0; b < a.batch; ++b) gemm_forward<T>(C + b * sc, A + b * sa, B + b * sb, nullptr, one);
+  batched_gemm_run<T>(C, A, B, a, gemm_default_engine());
 }
 
 template <class T>

@@ -27,7 +27,7 @@ void gather_rows_forward(T* y, const T* x, const int32_t* index, int64_t P, int6
 template <class T>
 void gather_rows_backward(T* dx, const T* dy, const int32_t* index, int64_t P, int64_t M, int64_t N);
 
-// ---- matrix products (Eigen) ----
+// ---- matrix products (OpenBLAS when the build has it, else Eigen: cpu_gemm.hpp) ----
 // C (m,n) (+)= alpha · op(A) · op(B) (+ bias (n)); A is (m,k), or (k,m) with trans_a; B is (k,n), or (n,k)
 // with trans_b. `bias` is read only when attrs.has_bias.
 template <class T>

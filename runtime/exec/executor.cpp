@@ -25,6 +25,7 @@
 #include "core/hash.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/exec/backend.hpp"
+#include "runtime/exec/cpu_gemm.hpp"  // defines: gemm_set_threads
 #include "runtime/exec/precision.hpp"
 #include "runtime/optim/optimizer.hpp"
 
@@ -105,7 +106,7 @@ struct Executor::Impl {
     scalar_bytes = options.compute == ComputeType::f64 ? sizeof(double) : sizeof(float);
     offset_scale = static_cast<int64_t>(scalar_bytes / sizeof(float));
     backend = make_cpu_backend(options.compute);
-    if (options.threads > 0) Eigen::setNbThreads(options.threads);
+    cpu::gemm_set_threads(options.threads);  // OpenBLAS's pool (and Eigen's): --threads, not all cores
     allocate();
     seconds.assign(graph.ops.size(), 0.0);
     executions.assign(graph.ops.size(), 0);

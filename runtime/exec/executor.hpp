@@ -32,7 +32,7 @@ struct ExecutorOptions {
   ComputeType compute = ComputeType::f32;
   uint64_t seed = 1234;        // dropout streams: hash(seed, step, micro_step, op.attrs.rng_stream)
   bool time_ops = true;        // measure every op's wall time
-  int threads = 0;             // 0 = Eigen's default (Eigen::setNbThreads; single-threaded without OpenMP)
+  int threads = 0;             // GEMM threads (OpenBLAS, Eigen with OpenMP); 0 = the libraries' defaults
   // Called after every body op (forward, recompute, backward) with the op just run, while its outputs still
   // hold their values: the memory plan may reuse an activation's bytes once its last reader has run, so
   // this is where a check reads intermediate tensors such as the MLM logits (tests/runtime/golden/).
