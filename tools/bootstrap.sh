@@ -17,6 +17,8 @@ targets=("$@")
 packages=(meson ninja-build g++ pkg-config libeigen3-dev libboost-graph-dev libfmt-dev
           nlohmann-json3-dev doctest-dev libcli11-dev libopenmpi-dev openmpi-bin
           libopenblas-dev libopenblas-pthread-dev
+          libutf8proc-dev  # Unicode tables for the BERT tokenizer (runtime/data/unicode_text.*)
+          unicode-data     # NormalizationTest.txt, which the tokenizer's NFD test reads
           libjs-chart.js   # Chart.js, inlined by `ptsim report` into its pages (docs/report.md)
           clang-14 libclang-rt-14-dev)  # the sanitizer and fuzz build (docs/fuzzing-and-sanitizers.md)
 # The README tour's demo corpus (tools/make_corpus.sh): the text, and the `bible` program that reads it

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -93,45 +94,68 @@ void write_vocab_file(const std::string& path, const std::vector<std::string>& t
 
 // -------------------------------------------------------------------------------------- BasicTokenizer
 
-std::vector<std::string> BasicTokenizer::tokenize(std::string_view text) const {
-  const std::u32string decoded = utf8_decode(text);
-  // _clean_text + _tokenize_chinese_chars + whitespace_tokenize + lower/strip + _run_split_on_punc,
-  // fused into one pass: each code point either ends the current token (whitespace), is dropped,
-  // becomes a token on its own (punctuation, CJK ideograph), or is appended to the current token.
-  // This equals BERT's sequence of passes because every step acts per code point, except that BERT
-  // splits on punctuation *after* NFD; a precomposed letter never decomposes into punctuation, so the
-  // order does not matter.
-  std::vector<std::string> tokens;
-  std::string current;
+namespace {
+
+// BERT's _clean_text, _tokenize_chinese_chars and whitespace_tokenize in one pass: NUL, U+FFFD and control
+// characters are dropped, whitespace separates, and each CJK ideograph is a token on its own.
+std::vector<std::u32string> whitespace_tokens(std::u32string_view text) {
+  std::vector<std::u32string> tokens;
+  std::u32string current;
   auto flush = [&] {
     if (!current.empty()) tokens.push_back(std::move(current));
     current.clear();
   };
-  for (char32_t cp : decoded) {
+  for (char32_t cp : text) {
     if (cp == 0 || cp == kReplacementChar || is_control(cp)) continue;
     if (is_whitespace(cp)) {
       flush();
-      continue;
-    }
-    if (is_cjk_ideograph(cp)) {
+    } else if (is_cjk_ideograph(cp)) {
       flush();
-      utf8_append(current, cp);
+      current.push_back(cp);
       flush();
-      continue;
+    } else {
+      current.push_back(cp);
     }
-    if (do_lower_case) {
-      cp = strip_accent(to_lower(cp));
-      if (is_combining_mark(cp)) continue;  // _run_strip_accents drops category Mn
-    }
-    if (is_punctuation(cp)) {
-      flush();
-      utf8_append(current, cp);
-      flush();
-      continue;
-    }
-    utf8_append(current, cp);
   }
   flush();
+  return tokens;
+}
+
+// BERT's _run_split_on_punc: every punctuation character becomes a token on its own.
+void split_on_punctuation(std::u32string_view token, std::vector<std::string>& out) {
+  std::string current;
+  for (char32_t cp : token) {
+    if (is_punctuation(cp)) {
+      if (!current.empty()) out.push_back(std::move(current));
+      current.clear();
+      utf8_append(current, cp);
+      out.push_back(std::move(current));
+      current.clear();
+    } else {
+      utf8_append(current, cp);
+    }
+  }
+  if (!current.empty()) out.push_back(std::move(current));
+}
+
+}  // namespace
+
+std::vector<std::string> BasicTokenizer::tokenize(std::string_view text) const {
+  // The passes of BERT's BasicTokenizer.tokenize, in its order: lower-casing (str.lower(), whose final
+  // sigma depends on the neighbours) and accent stripping (NFD) act on whole whitespace tokens, before
+  // the punctuation split.
+  std::vector<std::string> tokens;
+  for (std::u32string& token : whitespace_tokens(utf8_decode(text))) {
+    const bool ascii = std::all_of(token.begin(), token.end(), [](char32_t cp) { return cp < 0x80; });
+    if (do_lower_case && ascii) {  // the common case, same result: NFD changes no ASCII letter
+      for (char32_t& cp : token) cp = (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp;
+      split_on_punctuation(token, tokens);
+    } else if (do_lower_case) {
+      split_on_punctuation(strip_accents(python_lower(token)), tokens);
+    } else {
+      split_on_punctuation(token, tokens);
+    }
+  }
   return tokens;
 }
 

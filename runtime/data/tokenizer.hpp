@@ -1,8 +1,8 @@
 // runtime/data/tokenizer.hpp — BERT's tokenizer: vocab.txt, BasicTokenizer, greedy WordPiece.
 // Is: a C++ port of google-research/bert tokenization.py (FullTokenizer = BasicTokenizer then
 // WordpieceTokenizer) for the uncased models, plus the FNV-1a hash that ties shards to a vocab.
-// Is not: HuggingFace's fast tokenizer (no offsets, no normalisers beyond BERT's), nor full Unicode
-// (coverage of lower-casing/accents/punctuation is listed in runtime/data/unicode_text.hpp).
+// Unicode (categories, str.lower(), NFD) comes from utf8proc via runtime/data/unicode_text.hpp.
+// Is not: HuggingFace's fast tokenizer (no offsets, no normalisers beyond BERT's).
 #pragma once
 #include <cstdint>
 #include <string>

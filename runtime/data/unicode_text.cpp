@@ -1,7 +1,15 @@
-// runtime/data/unicode_text.cpp — UTF-8 codec and BERT's character classes over hand-written tables.
-// Sources: BERT tokenization.py (_is_whitespace, _is_control, _is_punctuation, _is_chinese_char),
-// Unicode 15 UnicodeData.txt for categories and canonical decompositions of the covered blocks.
+// runtime/data/unicode_text.cpp — UTF-8 codec, and BERT's character classes, str.lower() and NFD over
+// utf8proc's Unicode tables. Sources: BERT tokenization.py (_is_whitespace, _is_control, _is_punctuation,
+// _is_chinese_char, _run_strip_accents); CPython's str.lower() (Objects/unicodeobject.c: full lower-case
+// mapping, handle_capital_sigma); Unicode 15 SpecialCasing.txt, PropList.txt (Other_Lowercase/Uppercase,
+// for Cased), WordBreakProperty.txt (MidLetter, MidNumLet, Single_Quote, for Case_Ignorable).
 #include "runtime/data/unicode_text.hpp"
+
+#include <utf8proc.h>
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
 
 namespace ptsim::runtime::data {
 
@@ -9,21 +17,72 @@ namespace {
 
 bool in(char32_t cp, char32_t lo, char32_t hi) { return cp >= lo && cp <= hi; }
 
-// NFD base letter of U+00C0..U+00FF; '.' = no canonical decomposition (Æ Ð × Ø Þ ß æ ð ÷ ø þ).
-constexpr char kLatin1Base[] =
-    "AAAAAA.CEEEEIIII.NOOOOO..UUUUY.."
-    "aaaaaa.ceeeeiiii.nooooo..uuuuy.y";
-// NFD base letter of U+0100..U+017F; '.' = none (Đ đ Ħ ħ ı Ĳ ĳ ĸ Ŀ ŀ Ł ł ŉ Ŋ ŋ Œ œ Ŧ ŧ ſ have only
-// compatibility or no decompositions, and NFD leaves them alone).
-constexpr char kLatinExtABase[] =
-    "AaAaAaCcCcCcCcDd"   // 0100
-    "..EeEeEeEeEeGgGg"   // 0110
-    "GgGgHh..IiIiIiIi"   // 0120
-    "I...JjKk.LlLlLl."   // 0130
-    "...NnNnNn...OoOo"   // 0140
-    "Oo..RrRrRrSsSsSs"   // 0150
-    "SsTtTt..UuUuUuUu"   // 0160
-    "UuUuWwYyYZzZzZz.";  // 0170
+utf8proc_category_t category(char32_t cp) { return utf8proc_category(static_cast<utf8proc_int32_t>(cp)); }
+
+// Other_Lowercase and Other_Uppercase (Unicode 15 PropList.txt), sorted: letters and symbols that are cased
+// without being Lu/Ll/Lt (ª º, modifier letters ʰ.., Roman numerals Ⅰ ⅰ.., circled Ⓐ ⓐ.., squared 🄰..).
+constexpr std::pair<char32_t, char32_t> kOtherCased[] = {
+    {0x00AA, 0x00AA}, {0x00BA, 0x00BA}, {0x02B0, 0x02B8}, {0x02C0, 0x02C1}, {0x02E0, 0x02E4},
+    {0x0345, 0x0345}, {0x037A, 0x037A}, {0x10FC, 0x10FC}, {0x1D2C, 0x1D6A}, {0x1D78, 0x1D78},
+    {0x1D9B, 0x1DBF}, {0x2071, 0x2071}, {0x207F, 0x207F}, {0x2090, 0x209C}, {0x2160, 0x216F},
+    {0x2170, 0x217F}, {0x24B6, 0x24CF}, {0x24D0, 0x24E9}, {0x2C7C, 0x2C7D}, {0xA69C, 0xA69D},
+    {0xA770, 0xA770}, {0xA7F2, 0xA7F4}, {0xA7F8, 0xA7F9}, {0xAB5C, 0xAB5F}, {0xAB69, 0xAB69},
+    {0x10780, 0x10780}, {0x10783, 0x10785}, {0x10787, 0x107B0}, {0x107B2, 0x107BA}, {0x1E030, 0x1E06D},
+    {0x1F130, 0x1F149}, {0x1F150, 0x1F169}, {0x1F170, 0x1F189},
+};
+
+// Cased (Unicode DerivedCoreProperties.txt): Lu, Ll, Lt, Other_Lowercase, Other_Uppercase.
+bool is_cased(char32_t cp) {
+  const auto c = category(cp);
+  if (c == UTF8PROC_CATEGORY_LU || c == UTF8PROC_CATEGORY_LL || c == UTF8PROC_CATEGORY_LT) return true;
+  const auto* it = std::upper_bound(std::begin(kOtherCased), std::end(kOtherCased), cp,
+                                    [](char32_t v, const auto& range) { return v < range.first; });
+  return it != std::begin(kOtherCased) && cp <= std::prev(it)->second;
+}
+
+// Case_Ignorable (Unicode 15 DerivedCoreProperties): categories Mn Me Cf Lm Sk, and Word_Break
+// MidLetter, MidNumLet and Single_Quote (WordBreakProperty.txt).
+bool is_case_ignorable(char32_t cp) {
+  switch (category(cp)) {
+    case UTF8PROC_CATEGORY_MN: case UTF8PROC_CATEGORY_ME: case UTF8PROC_CATEGORY_CF:
+    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_SK: return true;
+    default: break;
+  }
+  switch (cp) {
+    case 0x0027: case 0x002E: case 0x003A: case 0x00B7: case 0x0387: case 0x055F: case 0x05F4:
+    case 0x2018: case 0x2019: case 0x2024: case 0x2027: case 0xFE13: case 0xFE52: case 0xFE55:
+    case 0xFF07: case 0xFF0E: case 0xFF1A: return true;
+    default: return false;
+  }
+}
+
+// CPython's handle_capital_sigma: final form when a cased letter precedes (skipping case-ignorables) and
+// no cased letter follows (skipping case-ignorables).
+bool sigma_is_final(std::u32string_view text, size_t i) {
+  size_t j = i;
+  while (j > 0 && is_case_ignorable(text[j - 1])) --j;
+  if (j == 0 || !is_cased(text[j - 1])) return false;
+  size_t k = i + 1;
+  while (k < text.size() && is_case_ignorable(text[k])) ++k;
+  return k == text.size() || !is_cased(text[k]);
+}
+
+int combining_class(char32_t cp) {
+  return cp < 0x300 ? 0 : utf8proc_get_property(static_cast<utf8proc_int32_t>(cp))->combining_class;
+}
+
+// The Canonical Ordering Algorithm (Unicode §3.11): each run of non-starters sorted stably by combining class.
+void canonical_order(std::u32string& text) {
+  for (size_t i = 1; i < text.size(); ++i) {
+    const int ccc = combining_class(text[i]);
+    if (ccc == 0) continue;
+    size_t j = i;
+    while (j > 0 && combining_class(text[j - 1]) > ccc) {
+      std::swap(text[j - 1], text[j]);
+      --j;
+    }
+  }
+}
 
 }  // namespace
 
@@ -103,47 +162,25 @@ std::string utf8_encode(std::u32string_view text) {
 }
 
 bool is_whitespace(char32_t cp) {
-  return cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r' || cp == 0xA0 || cp == 0x1680 ||
-         in(cp, 0x2000, 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
-         cp == 0x3000;
+  if (cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r') return true;
+  const auto c = category(cp);
+  return c == UTF8PROC_CATEGORY_ZS || c == UTF8PROC_CATEGORY_ZL || c == UTF8PROC_CATEGORY_ZP;
 }
 
 bool is_control(char32_t cp) {
   if (cp == '\t' || cp == '\n' || cp == '\r') return false;
-  return cp < 0x20 || in(cp, 0x7F, 0x9F) ||                                     // Cc
-         cp == 0xAD || in(cp, 0x600, 0x605) || cp == 0x61C || cp == 0x6DD ||      // Cf ...
-         cp == 0x70F || cp == 0x180E || in(cp, 0x200B, 0x200F) || in(cp, 0x202A, 0x202E) ||
-         in(cp, 0x2060, 0x2064) || in(cp, 0x2066, 0x206F) || cp == 0xFEFF || in(cp, 0xFFF9, 0xFFFB) ||
-         cp == 0xE0001 || in(cp, 0xE0020, 0xE007F);
+  const auto c = category(cp);
+  return c == UTF8PROC_CATEGORY_CC || c == UTF8PROC_CATEGORY_CF;
 }
 
 bool is_punctuation(char32_t cp) {
   if (in(cp, 33, 47) || in(cp, 58, 64) || in(cp, 91, 96) || in(cp, 123, 126)) return true;
-  if (cp < 0xA1) return false;
-  // Latin-1 P*: ¡ § « ¶ · » ¿
-  if (cp == 0xA1 || cp == 0xA7 || cp == 0xAB || cp == 0xB6 || cp == 0xB7 || cp == 0xBB || cp == 0xBF) return true;
-  if (cp == 0x37E || cp == 0x387) return true;                                   // Greek ; and ·
-  if (in(cp, 0x55A, 0x55F) || cp == 0x589 || cp == 0x58A) return true;           // Armenian
-  if (cp == 0x5BE || cp == 0x5C0 || cp == 0x5C3 || cp == 0x5C6 || cp == 0x5F3 || cp == 0x5F4) return true;
-  if (cp == 0x60C || cp == 0x60D || cp == 0x61B || cp == 0x61E || cp == 0x61F || in(cp, 0x66A, 0x66D) ||
-      cp == 0x6D4)
-    return true;                                                                 // Arabic
-  if (cp == 0x964 || cp == 0x965 || cp == 0x970) return true;                    // Devanagari
-  // General Punctuation: U+2044 (fraction slash) and U+2052 are Sm, the rest of 2010..205E is P*.
-  if (in(cp, 0x2010, 0x2027) || in(cp, 0x2030, 0x2043) || in(cp, 0x2045, 0x2051) || in(cp, 0x2053, 0x205E))
-    return true;
-  if (cp == 0x207D || cp == 0x207E || cp == 0x208D || cp == 0x208E) return true;  // super/subscript ( )
-  if (in(cp, 0x2E00, 0x2E2E) || in(cp, 0x2E30, 0x2E4F)) return true;             // Supplemental Punct.
-  // CJK Symbols and Punctuation
-  if (in(cp, 0x3001, 0x3003) || in(cp, 0x3008, 0x3011) || in(cp, 0x3014, 0x301F) || cp == 0x3030 ||
-      cp == 0x303D || cp == 0x30A0 || cp == 0x30FB)
-    return true;
-  // Fullwidth forms
-  if (in(cp, 0xFF01, 0xFF03) || in(cp, 0xFF05, 0xFF0A) || in(cp, 0xFF0C, 0xFF0F) || cp == 0xFF1A ||
-      cp == 0xFF1B || cp == 0xFF1F || cp == 0xFF20 || in(cp, 0xFF3B, 0xFF3D) || cp == 0xFF3F ||
-      cp == 0xFF5B || cp == 0xFF5D || in(cp, 0xFF5F, 0xFF65))
-    return true;
-  return false;
+  switch (category(cp)) {
+    case UTF8PROC_CATEGORY_PC: case UTF8PROC_CATEGORY_PD: case UTF8PROC_CATEGORY_PS:
+    case UTF8PROC_CATEGORY_PE: case UTF8PROC_CATEGORY_PI: case UTF8PROC_CATEGORY_PF:
+    case UTF8PROC_CATEGORY_PO: return true;
+    default: return false;
+  }
 }
 
 bool is_cjk_ideograph(char32_t cp) {
@@ -152,82 +189,54 @@ bool is_cjk_ideograph(char32_t cp) {
          in(cp, 0xF900, 0xFAFF) || in(cp, 0x2F800, 0x2FA1F);
 }
 
-bool is_combining_mark(char32_t cp) {
-  return in(cp, 0x300, 0x36F) || in(cp, 0x1AB0, 0x1ABD) || in(cp, 0x1ABF, 0x1AFF) || in(cp, 0x1DC0, 0x1DFF) ||
-         in(cp, 0x20D0, 0x20DC) || cp == 0x20E1 || in(cp, 0x20E5, 0x20F0) || in(cp, 0xFE20, 0xFE2F) ||
-         in(cp, 0x302A, 0x302D);
+bool is_nonspacing_mark(char32_t cp) { return category(cp) == UTF8PROC_CATEGORY_MN; }
+
+std::u32string python_lower(std::u32string_view text) {
+  std::u32string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char32_t cp = text[i];
+    if (cp < 0x80) {
+      out.push_back(cp >= 'A' && cp <= 'Z' ? cp + 32 : cp);
+    } else if (cp == 0x0130) {  // SpecialCasing.txt: the one unconditional multi-character lower-casing
+      out.push_back(U'i');
+      out.push_back(0x0307);
+    } else if (cp == 0x03A3) {
+      out.push_back(sigma_is_final(text, i) ? 0x03C2 : 0x03C3);
+    } else {
+      out.push_back(static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp))));
+    }
+  }
+  return out;
 }
 
-char32_t to_lower(char32_t cp) {
-  if (cp < 0x80) return (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp;
-  if (in(cp, 0xC0, 0xDE) && cp != 0xD7) return cp + 0x20;
-  if (cp < 0x100) return cp;
-  if (cp <= 0x17F) {
-    if (cp == 0x130) return 'i';  // Python: "i̇"; see header
-    if (cp == 0x178) return 0xFF;
-    if (in(cp, 0x100, 0x137) || in(cp, 0x14A, 0x177)) return (cp % 2 == 0) ? cp + 1 : cp;
-    if (in(cp, 0x139, 0x148) || in(cp, 0x179, 0x17E)) return (cp % 2 == 1) ? cp + 1 : cp;
-    return cp;
+std::u32string nfd(std::u32string_view text) {
+  std::u32string out;
+  out.reserve(text.size());
+  utf8proc_int32_t buffer[32];  // the longest canonical decomposition of one code point is 4
+  for (char32_t cp : text) {
+    if (cp < 0xC0) {  // nothing below U+00C0 decomposes canonically
+      out.push_back(cp);
+      continue;
+    }
+    int last_boundclass = 0;
+    const utf8proc_ssize_t n = utf8proc_decompose_char(static_cast<utf8proc_int32_t>(cp), buffer, 32,
+                                                       UTF8PROC_DECOMPOSE, &last_boundclass);
+    if (n <= 0 || n > 32) {
+      out.push_back(cp);  // not a valid scalar value (cannot come from utf8_decode): keep it
+      continue;
+    }
+    for (utf8proc_ssize_t k = 0; k < n; ++k) out.push_back(static_cast<char32_t>(buffer[k]));
   }
-  if (in(cp, 0x391, 0x3AB) && cp != 0x3A2) return cp + 0x20;  // Greek capitals incl. Ϊ Ϋ
-  if (cp == 0x386) return 0x3AC;
-  if (in(cp, 0x388, 0x38A)) return cp + 0x25;
-  if (cp == 0x38C) return 0x3CC;
-  if (cp == 0x38E || cp == 0x38F) return cp + 0x3F;
-  if (in(cp, 0x400, 0x40F)) return cp + 0x50;  // Cyrillic Ѐ..Џ
-  if (in(cp, 0x410, 0x42F)) return cp + 0x20;  // Cyrillic А..Я
-  if (in(cp, 0xFF21, 0xFF3A)) return cp + 0x20;  // Fullwidth Ａ..Ｚ
-  return cp;
+  canonical_order(out);
+  return out;
 }
 
-char32_t strip_accent(char32_t cp) {
-  if (in(cp, 0xC0, 0xFF)) {
-    char base = kLatin1Base[cp - 0xC0];
-    return base == '.' ? cp : static_cast<char32_t>(base);
-  }
-  if (in(cp, 0x100, 0x17F)) {
-    char base = kLatinExtABase[cp - 0x100];
-    return base == '.' ? cp : static_cast<char32_t>(base);
-  }
-  switch (cp) {  // Greek with tonos / dialytika
-    case 0x386: return 0x391;
-    case 0x388: return 0x395;
-    case 0x389: return 0x397;
-    case 0x38A: return 0x399;
-    case 0x38C: return 0x39F;
-    case 0x38E: return 0x3A5;
-    case 0x38F: return 0x3A9;
-    case 0x390: return 0x3B9;
-    case 0x3AA: return 0x399;
-    case 0x3AB: return 0x3A5;
-    case 0x3AC: return 0x3B1;
-    case 0x3AD: return 0x3B5;
-    case 0x3AE: return 0x3B7;
-    case 0x3AF: return 0x3B9;
-    case 0x3B0: return 0x3C5;
-    case 0x3CA: return 0x3B9;
-    case 0x3CB: return 0x3C5;
-    case 0x3CC: return 0x3BF;
-    case 0x3CD: return 0x3C5;
-    case 0x3CE: return 0x3C9;
-    case 0x37E: return ';';    // Greek question mark: NFD singleton to U+003B
-    case 0x387: return 0xB7;   // Greek ano teleia: NFD singleton to U+00B7
-    case 0x385: return 0xA8;   // Greek dialytika tonos: U+00A8 + U+0301
-    // Cyrillic with breve/diaeresis/grave/acute (BERT uncased turns й into и and ё into е).
-    case 0x400: case 0x401: return 0x415;
-    case 0x403: return 0x413;
-    case 0x407: return 0x406;
-    case 0x40C: return 0x41A;
-    case 0x40D: case 0x419: return 0x418;
-    case 0x40E: return 0x423;
-    case 0x439: case 0x45D: return 0x438;
-    case 0x450: case 0x451: return 0x435;
-    case 0x453: return 0x433;
-    case 0x457: return 0x456;
-    case 0x45C: return 0x43A;
-    case 0x45E: return 0x443;
-    default: return cp;
-  }
+std::u32string strip_accents(std::u32string_view text) {
+  std::u32string out;
+  for (char32_t cp : nfd(text))
+    if (!is_nonspacing_mark(cp)) out.push_back(cp);
+  return out;
 }
 
 }  // namespace ptsim::runtime::data

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 # tests/runtime/data/reference_basic_tokenizer.py — BERT's BasicTokenizer (tokenization.py, uncased) in
-# plain Python + unicodedata, for cross-checking ptsim's table-driven C++ port by hand:
+# plain Python + unicodedata, the reference ptsim's C++ port (runtime/data/tokenizer.cpp) is checked against.
 #   python3 tests/runtime/data/reference_basic_tokenizer.py < corpus.txt > py.txt
-# and compare with the C++ BasicTokenizer run over the same lines (one line in, tokens joined by spaces out).
-# Result when written (Python 3.11, Unicode 14): identical on tests/data/small_corpus.txt, the KJV corpus,
-# and every code point of Latin-1, Latin Extended-A, General/Supplemental Punctuation, CJK symbols,
-# fullwidth forms and basic Greek/Cyrillic; differences only for Greek/Coptic letters outside U+0386..03CE
-# (not lower-cased by ptsim) and Python's context-dependent final sigma (Σ -> ς at a word end).
+#     one line in, its tokens joined by spaces out (compare by hand with the C++ tokenizer's output);
+#   python3 tests/runtime/data/reference_basic_tokenizer.py --every-code-point
+#     one JSON line {"cp": N, "in": TEXT, "out": [TOKENS]} per code point Python's Unicode database assigns
+#     (categories other than Cn, Co, Cs; every 64th CJK unified ideograph, whose rule is a plain range
+#     check), each embedded in contexts that exercise lower-casing, NFD, punctuation and the final sigma.
+#     The `cpu` test runtime_data ("every code point ... equals Python") compares ptsim with it.
+import json
 import sys
 import unicodedata
 
@@ -53,5 +55,22 @@ def tokenize(text):
     return " ".join(out)
 
 
-for raw in sys.stdin.buffer:
-    print(tokenize(raw.decode("utf-8", "replace").rstrip("\n")))
+def every_code_point():
+    # Σ after the character makes it a final-sigma test when the character is a cased letter; the other
+    # contexts put it inside a word, alone, between letters, and before a punctuation mark.
+    print(json.dumps({"unicode": unicodedata.unidata_version}))
+    for cp in range(0x110000):
+        c = chr(cp)
+        if unicodedata.category(c) in ("Cn", "Co", "Cs"):
+            continue
+        if is_cjk(cp) and cp % 64:
+            continue
+        text = f"X{c}y {c} \u03a3{c} {c}\u03a3. a{c}\u03a3"
+        print(json.dumps({"cp": cp, "in": text, "out": tokenize(text).split(" ") if tokenize(text) else []}))
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "--every-code-point":
+    every_code_point()
+else:
+    for raw in sys.stdin.buffer:
+        print(tokenize(raw.decode("utf-8", "replace").rstrip("\n")))
