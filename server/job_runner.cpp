@@ -31,11 +31,14 @@ JobRunner::JobRunner(size_t max_in_flight, std::chrono::milliseconds timeout)
     : counter_(std::make_shared<Counter>()), max_in_flight_(max_in_flight), timeout_(timeout) {}
 
 ApiResponse JobRunner::run(std::function<ApiResponse()> job) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
   {
-    std::lock_guard lock(counter_->mutex);
-    if (counter_->running >= max_in_flight_)
-      return {503, error_body(fmt::format("the server is busy: {} computations are running (at most {}); try again "
-                                          "in a few seconds", counter_->running, max_in_flight_))};
+    // A request waits for a free slot within its own time limit: a burst queues, a flood is refused.
+    std::unique_lock lock(counter_->mutex);
+    if (!counter_->changed.wait_until(lock, deadline, [&] { return counter_->running < max_in_flight_; }))
+      return {503, error_body(fmt::format("the server is busy: {} computations are running (at most {}) and none "
+                                          "finished within {:g} s; try again later",
+                                          counter_->running, max_in_flight_, static_cast<double>(timeout_.count()) / 1e3))};
     ++counter_->running;
   }
   auto slot = std::make_shared<Slot>();
@@ -56,10 +59,10 @@ ApiResponse JobRunner::run(std::function<ApiResponse()> job) {
     counter->changed.notify_all();
   }).detach();
   std::unique_lock lock(slot->mutex);
-  if (!slot->done.wait_for(lock, timeout_, [&] { return slot->result.has_value(); }))
-    return {504, error_body(fmt::format("the computation took longer than the server's limit of {:.0f} s per request "
+  if (!slot->done.wait_until(lock, deadline, [&] { return slot->result.has_value(); }))
+    return {504, error_body(fmt::format("the computation took longer than the server's limit of {:g} s per request "
                                         "(ptsim serve --timeout SECONDS raises it; ptsim predict and ptsim sweep have "
-                                        "none)", timeout_.count() / 1e3))};
+                                        "none)", static_cast<double>(timeout_.count()) / 1e3))};
   return std::move(*slot->result);
 }
 

@@ -1,8 +1,9 @@
 // server/job_runner.hpp — the per-request time limit of `ptsim serve`: a request's computation runs on a
 // thread of its own and the handler waits for it at most `timeout`; past that the client gets 504 (the
 // computation finishes in the background and its answer is dropped: a simulation cannot be interrupted).
-// At most `max_in_flight` computations run at once, counting the abandoned ones; beyond that a request is
-// answered 503 at once, so a client that keeps sending slow requests cannot pile up threads.
+// At most `max_in_flight` computations run at once, counting the abandoned ones; a request beyond that
+// waits for a slot within its own time limit and is answered 503 if none frees, so a client that keeps
+// sending slow requests cannot pile up threads.
 #pragma once
 #include <chrono>
 #include <functional>
