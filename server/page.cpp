@@ -235,15 +235,15 @@ constexpr std::string_view kScript = R"page(
   }
   function priceLabel(p) {
     var unit = p.unit === 'gpu_hour' ? '/GPU-h' : p.unit === 'instance_hour' ? '/node-h' : '';
-    return p.name + ' — ' + usd(p.usd) + unit + (p.date ? ' (' + p.date + ')' : '');
+    return usd(p.usd) + unit + ' · ' + p.name + (p.date ? ' (' + p.date + ')' : '');
   }
   // The price items that apply to `node`; a chosen item that does not apply any more (the node changed)
   // gives way to the first that does (`repick`), or to none.
   function fillPrices(node, chosen, repick) {
-    var sc = state.scenario, fromSet = sc.prices.set ? ' (from price set ' + sc.prices.set + ')' : '';
-    [['rental', ['on_demand', 'reserved'], 'no rental price' + fromSet],
-     ['spot', ['spot'], 'no spot price' + fromSet],
-     ['purchase', ['purchase'], "the node's listed purchase price" + fromSet]].forEach(function (spec) {
+    var sc = state.scenario, bySet = sc.prices.set ? 'chosen by the price set ' + sc.prices.set : '';
+    [['rental', ['on_demand', 'reserved'], bySet || 'no rental price'],
+     ['spot', ['spot'], bySet || 'no spot price'],
+     ['purchase', ['purchase'], bySet || "the node's listed purchase price"]].forEach(function (spec) {
       var select = $(spec[0]); select.innerHTML = '';
       option(select, '', spec[2]);
       pricesFor(spec[1], node).forEach(function (p) { option(select, p.name, priceLabel(p)); });
@@ -503,7 +503,7 @@ constexpr std::string_view kScript = R"page(
     var datasets = m.categories.map(function (c, i) {
       return { label: c.category, data: [c.bytes / 1073741824], backgroundColor: colours[i % colours.length], stack: 's' };
     });
-    var device = m.device_bytes / 1073741824;
+    var device = state.deviceGib = m.device_bytes / 1073741824;
     makeChart('chart-memory', { type: 'bar', data: { labels: [m.phase], datasets: datasets },
       options: { indexAxis: 'y', animation: false, maintainAspectRatio: false,
         scales: { x: { stacked: true, beginAtZero: true, suggestedMax: device, title: { display: true, text: 'GiB per GPU (device: ' + num(device, 1) + ' GiB)' },
@@ -512,7 +512,7 @@ constexpr std::string_view kScript = R"page(
         plugins: { legend: { position: 'bottom', labels: { boxWidth: 11, font: { size: 11 } } },
           tooltip: { callbacks: { label: function (ctx) { return ctx.dataset.label + ': ' + num(ctx.raw, 2) + ' GiB'; } } } } },
       plugins: [{ id: 'deviceLine', afterDatasetsDraw: function (chart) {
-        var x = chart.scales.x.getPixelForValue(device), a = chart.chartArea, g = chart.ctx;
+        var x = chart.scales.x.getPixelForValue(state.deviceGib), a = chart.chartArea, g = chart.ctx;
         g.save(); g.strokeStyle = '#b3261e'; g.lineWidth = 2; g.setLineDash([5, 4]);
         g.beginPath(); g.moveTo(x, a.top); g.lineTo(x, a.bottom); g.stroke(); g.restore(); } }] });
   }

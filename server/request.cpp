@@ -51,23 +51,37 @@ void require_builtin_models(const Json& scenario, const std::string& field) {
 namespace {
 
 // Reads the scenario as predict does up to the point where the simulator runs: parse, profiles, prices.
-reports::Scenario read_and_resolve(const ScenarioRequest& request, size_t edits, const hwprofiles::ProfileSet& profiles) {
-  const std::vector<std::string> overrides(request.overrides.begin(), request.overrides.begin() + static_cast<long>(edits));
+reports::Scenario read_and_resolve(const ScenarioRequest& request, const std::vector<std::string>& overrides,
+                                   const hwprofiles::ProfileSet& profiles) {
   reports::Scenario s = reports::parse_edited_scenario(request.base.json, overrides, request.base.source);
   (void)reports::resolve_cluster(s, profiles);
   reports::require_unambiguous(reports::resolve_prices(s, hwprofiles::find_node(profiles, s.node), profiles), s);
   return s;
 }
 
-// The field to blame for an error of the whole request: the base scenario, or the first edit that breaks it.
-std::string blame(const ScenarioRequest& request, const hwprofiles::ProfileSet& profiles) {
-  for (size_t k = 0; k <= request.overrides.size(); ++k) {
-    try {
-      (void)read_and_resolve(request, k, profiles);
-    } catch (const core::InputError&) {
-      return k == 0 ? "scenario" : "set." + request.set_keys[k - 1];
-    }
+bool readable(const ScenarioRequest& request, const std::vector<std::string>& overrides,
+              const hwprofiles::ProfileSet& profiles) {
+  try {
+    (void)read_and_resolve(request, overrides, profiles);
+    return true;
+  } catch (const core::InputError&) {
+    return false;
   }
+}
+
+// The field to blame for an error of the whole request: the base scenario if it fails alone; else the edit
+// without which the others read (edits may only make sense together: a node and its price); else the first
+// edit that, applied after the ones before it, breaks the scenario.
+std::string blame(const ScenarioRequest& request, const hwprofiles::ProfileSet& profiles) {
+  const auto& all = request.overrides;
+  if (!readable(request, {}, profiles)) return "scenario";
+  for (size_t k = 0; k < all.size(); ++k) {
+    std::vector<std::string> others = all;
+    others.erase(others.begin() + static_cast<long>(k));
+    if (readable(request, others, profiles)) return "set." + request.set_keys[k];
+  }
+  for (size_t k = 1; k <= all.size(); ++k)
+    if (!readable(request, {all.begin(), all.begin() + static_cast<long>(k)}, profiles)) return "set." + request.set_keys[k - 1];
   return "";
 }
 
@@ -169,7 +183,7 @@ reports::Scenario build_scenario(const ScenarioRequest& request, const hwprofile
     require_builtin_models(edited, "set." + request.set_keys[i]);
   }
   try {
-    return read_and_resolve(request, request.overrides.size(), profiles);
+    return read_and_resolve(request, request.overrides, profiles);
   } catch (const RequestError&) {
     throw;
   } catch (const core::InputError& e) {

@@ -233,6 +233,11 @@ TEST_CASE("unknown scenarios and bad edits: the CLI's message, blamed on their f
               cli_error("--scenario t4-academic-cluster --set recipe.precision=fp8"), "set.recipe.precision");
   check_error(post("/api/predict", R"({"scenario": "t4-academic-cluster", "set": {"cluster.node": "dgx-1"}})"), 400,
               cli_error("--scenario t4-academic-cluster --set cluster.node=dgx-1"), "set.cluster.node");  // its T4 price
+  // Edits that only read together (a node and its prices) are not blamed for another edit's error.
+  const Answer together = post("/api/predict", R"({"scenario": "t4-academic-cluster", "set": {"cluster.node": "dgx-1",
+      "prices.rental": "", "prices.purchase": "dgx-1-purchase", "cluster.nodes": 0}})");
+  CHECK(together.status == 400);
+  CHECK(together.body.at("field") == "set.cluster.nodes");
 }
 
 TEST_CASE("a configuration that does not fit memory is 422 with the simulator's message") {
