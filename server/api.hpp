@@ -21,7 +21,7 @@
 namespace ptsim::server {
 
 struct ApiLimits {
-  size_t max_sweep_configurations = 256;  // a bigger sweep is refused (400); `ptsim sweep` has no such limit
+  size_t max_sweep_configurations = 64;   // a bigger sweep is refused (400); `ptsim sweep` has no such limit
   int sweep_threads = 0;                  // 0: all cores
 };
 

@@ -29,7 +29,7 @@ int run_serve_command(int argc, char** argv) {
   int port = 8080;
   double timeout_seconds = 30;
   size_t max_body_bytes = 1 << 20;
-  size_t max_sweep = 256;
+  size_t max_sweep = 64;
   size_t max_jobs = 0;
   bool quiet = false;
   app.add_option("--port", port, "TCP port; 0 picks a free one (the URL is printed)")->check(CLI::Range(0, 65535))
