@@ -192,13 +192,16 @@ Scenario parse_scenario(const Json& json, const std::string& source) {
   return s;
 }
 
+std::string unknown_scenario_message(const std::string& name_or_path) {
+  return fmt::format("unknown scenario '{}': not a file and not a shipped scenario (expected one of: {})", name_or_path,
+                     fmt::join(builtin_scenario_names(), ", "));
+}
+
 std::string scenario_path(const std::string& name_or_path) {
   std::string path = name_or_path;
   if (!fs::exists(path)) {
     path = scenarios_directory() + "/" + name_or_path + ".json";
-    if (!fs::exists(path))
-      throw InputError(fmt::format("unknown scenario '{}': not a file and not a shipped scenario (expected one of: {})",
-                                   name_or_path, fmt::join(builtin_scenario_names(), ", ")));
+    if (!fs::exists(path)) throw InputError(unknown_scenario_message(name_or_path));
   }
   return path;
 }
@@ -212,16 +215,21 @@ Json load_base_scenario(const std::string& name_or_path, const std::vector<std::
   return json;
 }
 
-Scenario load_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides) {
-  std::string path;
-  const Json json = load_base_scenario(name_or_path, overrides, &path);
-  if (overrides.empty()) return parse_scenario(json, path);
+Scenario parse_edited_scenario(Json json, const std::vector<std::string>& overrides, const std::string& source) {
+  for (const auto& o : overrides) apply_override(json, o);
+  if (overrides.empty()) return parse_scenario(json, source);
   try {
-    return parse_scenario(json, path);
+    return parse_scenario(json, source);
   } catch (const InputError& e) {
     // The bad value may be the user's --set, not the file: say the file was edited.
     throw InputError(fmt::format("{} [the scenario as edited by --set {}]", e.what(), fmt::join(overrides, ", --set ")));
   }
+}
+
+Scenario load_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides) {
+  std::string path;
+  Json json = load_base_scenario(name_or_path, {}, &path);
+  return parse_edited_scenario(std::move(json), overrides, path);
 }
 
 }  // namespace ptsim::reports

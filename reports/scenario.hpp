@@ -88,12 +88,16 @@ struct Scenario {
 // "dotted.path=value" edits applied to the JSON before it is read (value parsed as JSON, else a string).
 Scenario load_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides = {});
 Scenario parse_scenario(const core::Json& json, const std::string& source);
+// `json` with the --set edits applied, parsed; an error then says the scenario was edited (as load_scenario).
+Scenario parse_edited_scenario(core::Json json, const std::vector<std::string>& overrides, const std::string& source);
 std::vector<std::string> builtin_scenario_names();
 // A scenario's JSON by shipped name or file, with --set edits applied; `path` (optional) gets its file.
 core::Json load_base_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides,
                               std::string* path);
 // The file of a shipped scenario name, or the path itself if it is a file; InputError lists the names.
 std::string scenario_path(const std::string& name_or_path);
+// That InputError's text: "unknown scenario 'X': not a file and not a shipped scenario (expected one of: …)".
+std::string unknown_scenario_message(const std::string& name_or_path);
 std::string scenarios_directory();
 // Applies one "a.b.0.c=value" override; InputError names the override on a bad path.
 void apply_override(core::Json& json, const std::string& assignment);

@@ -188,8 +188,8 @@ json scenario_json(const Scenario& s, const sim::ClusterConfig& config, const st
 }
 
 // The scenario file's "assumptions" (strings), which the scenario reader leaves to people.
-std::vector<std::string> scenario_assumptions(const std::string& name, const std::vector<std::string>& overrides) {
-  json raw = core::load_json_file(scenario_path(name));
+std::vector<std::string> scenario_assumptions(const json& base, const std::vector<std::string>& overrides) {
+  json raw = base;
   for (const auto& o : overrides) apply_override(raw, o);
   std::vector<std::string> out;
   if (raw.is_object() && raw.contains("assumptions") && raw.at("assumptions").is_array())
@@ -287,12 +287,25 @@ json load_sweep_for_report(const std::string& path) {
   return j;
 }
 
+static json scaling_ladder(const ReportScenario& base, const Scenario& s, const Prediction& p,
+                           const ScenarioReportOptions& options, const hwprofiles::ProfileSet& profiles,
+                           PredictionCache& cache, const sim::ClusterConfig& config);
+
 json collect_scenario_report(const std::string& scenario_name, const ScenarioReportOptions& options,
                              const hwprofiles::ProfileSet& profiles) {
-  const Scenario s = load_scenario(scenario_name, options.overrides);
+  ReportScenario scenario;
+  scenario.json = load_base_scenario(scenario_name, {}, &scenario.source);
+  scenario.requested = scenario_name;
+  return collect_scenario_report(scenario, options, profiles);
+}
+
+json collect_scenario_report(const ReportScenario& base, const ScenarioReportOptions& options,
+                             const hwprofiles::ProfileSet& profiles) {
+  const std::string& scenario_name = base.requested;
+  const Scenario s = parse_edited_scenario(base.json, options.overrides, base.source);
   PredictionCache cache;
   PredictOptions predict_options;
-  predict_options.record_trace = true;
+  predict_options.record_trace = options.include_trace;
   predict_options.cache = &cache;
   const Prediction p = predict_scenario(s, profiles, predict_options);
 
@@ -318,7 +331,7 @@ json collect_scenario_report(const std::string& scenario_name, const ScenarioRep
 
   json report;
   report["schema"] = "ptsim.report.v1";
-  report["scenario"] = scenario_json(s, config, options.overrides, scenario_assumptions(scenario_name, options.overrides));
+  report["scenario"] = scenario_json(s, config, options.overrides, scenario_assumptions(base.json, options.overrides));
   report["scenario"]["requested"] = scenario_name;  // as given: a shipped name or a file path
   report["prediction"] = prediction_to_json(p);
   report["step_breakdown"] = steps;
@@ -327,9 +340,12 @@ json collect_scenario_report(const std::string& scenario_name, const ScenarioRep
   const double iteration = p.phases.empty() ? 0 : p.phases.front().iteration_seconds;
   report["timeline"] = {{"phase", p.phases.empty() ? "" : p.phases.front().name},
                         {"iteration_seconds", iteration},
-                        {"segments", timeline_segments(p.trace, iteration)}};
-  const std::string trace_text = p.trace.dump();
-  if (trace_text.size() <= options.max_embedded_trace_bytes) {
+                        {"segments", options.include_trace ? timeline_segments(p.trace, iteration) : json::array()}};
+  const std::string trace_text = options.include_trace ? p.trace.dump() : std::string();
+  if (!options.include_trace) {
+    report["trace"] = nullptr;
+    report["trace_omitted"] = "not recorded (include_trace off)";
+  } else if (trace_text.size() <= options.max_embedded_trace_bytes) {
     report["trace"] = p.trace;
   } else {
     report["trace"] = nullptr;
@@ -352,6 +368,14 @@ json collect_scenario_report(const std::string& scenario_name, const ScenarioRep
                     {"spot_preemption_overhead", s.prices.spot_preemption_overhead},
                     {"rental_basis", p.cost.rental_basis}};
 
+  if (options.include_scaling) report["scaling"] = scaling_ladder(base, s, p, options, profiles, cache, config);
+  if (options.sweep) report["sweep"] = *options.sweep;
+  return report;
+}
+
+static json scaling_ladder(const ReportScenario& base, const Scenario& s, const Prediction& p,
+                           const ScenarioReportOptions& options, const hwprofiles::ProfileSet& profiles,
+                           PredictionCache& cache, const sim::ClusterConfig& config) {
   // Scaling: the same scenario over a node ladder (cluster.nodes=N after the user's overrides).
   json rungs = json::array();
   const std::vector<int> ladder = options.node_ladder.empty() ? default_node_ladder(s.nodes) : options.node_ladder;
@@ -366,16 +390,14 @@ json collect_scenario_report(const std::string& scenario_name, const ScenarioRep
     std::vector<std::string> overrides = options.overrides;
     overrides.push_back(fmt::format("cluster.nodes={}", nodes));
     try {
-      rungs.push_back(ladder_rung(nodes, predict_scenario(load_scenario(scenario_name, overrides), profiles, ladder_options)));
+      rungs.push_back(ladder_rung(nodes, predict_scenario(parse_edited_scenario(base.json, overrides, base.source),
+                                                          profiles, ladder_options)));
     } catch (const core::InputError& e) {
       json rung = {{"nodes", nodes}, {"gpus", nodes * config.cluster.node.gpus_per_node}, {"error", e.what()}};
       rungs.push_back(rung);
     }
   }
-  report["scaling"] = {{"scenario_nodes", s.nodes}, {"gpus_per_node", config.cluster.node.gpus_per_node}, {"rungs", rungs}};
-
-  if (options.sweep) report["sweep"] = *options.sweep;
-  return report;
+  return {{"scenario_nodes", s.nodes}, {"gpus_per_node", config.cluster.node.gpus_per_node}, {"rungs", rungs}};
 }
 
 }  // namespace ptsim::reports

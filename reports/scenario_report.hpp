@@ -23,6 +23,16 @@ struct ScenarioReportOptions {
   std::optional<nlohmann::json> sweep;  // load_sweep_for_report's result
   // Traces larger than this (serialised) are not embedded; the page says how to make one instead.
   size_t max_embedded_trace_bytes = 12'000'000;
+  bool include_trace = true;    // false: no trace, no timeline segments (a server's quick answer)
+  bool include_scaling = true;  // false: no node ladder (its predictions are most of the time)
+};
+
+// The scenario a report is about: its JSON before the --set edits, where it came from (a file, or a label
+// such as "request field 'scenario'" for one sent inline) and how the user named it.
+struct ReportScenario {
+  nlohmann::json json;
+  std::string source;
+  std::string requested;
 };
 
 // The default ladder for a scenario of `nodes` nodes: powers of two up to 2 × nodes, plus `nodes`.
@@ -36,6 +46,8 @@ nlohmann::json load_sweep_for_report(const std::string& path);
 // Runs the predictions (InputError for a bad scenario, as `ptsim predict`); a ladder rung that cannot run
 // (e.g. a global batch the rung's GPUs do not divide) is kept with its reason.
 nlohmann::json collect_scenario_report(const std::string& scenario_name, const ScenarioReportOptions& options,
+                                       const hwprofiles::ProfileSet& profiles);
+nlohmann::json collect_scenario_report(const ReportScenario& scenario, const ScenarioReportOptions& options,
                                        const hwprofiles::ProfileSet& profiles);
 
 // The HTML page of collect_scenario_report's JSON, with `chart_library` (load_chart_library()) inlined.

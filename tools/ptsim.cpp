@@ -31,6 +31,7 @@ constexpr Subcommand kSubcommands[] = {
     {"sweep", ptsim::tools::run_sweep_command, "many what-ifs: time-dollar frontier, cheapest plan by a deadline"},
     {"collective", ptsim::tools::run_collective_command, "predict a collective's nccl-tests table on a cluster"},
     {"report", ptsim::tools::run_report_command, "a self-contained HTML report with charts of a scenario (and a sweep)"},
+    {"serve", ptsim::tools::run_serve_command, "the what-if page in the browser, and its JSON API (local HTTP server)"},
 };
 
 void print_usage(std::FILE* out) {
@@ -72,7 +73,7 @@ int main(int argc, char** argv) {
     }
     return rc;
   }
-  fmt::print(stderr, "error: unknown command '{}' (expected one of: predict, validate, graph, profiles, data, train, calibrate, sweep, collective, report)\n",
+  fmt::print(stderr, "error: unknown command '{}' (expected one of: predict, validate, graph, profiles, data, train, calibrate, sweep, collective, report, serve)\n",
              name);
   return 2;
 }
