@@ -13,11 +13,13 @@
 #include <limits>
 #include <numbers>
 #include <stdexcept>
-
-#include "core/hash.hpp"
+#include <type_traits>
 #include <vector>
 
+#include "core/hash.hpp"
+
 #include "core/error.hpp"
+#include "runtime/exec/cpu_device.hpp"
 #include "runtime/exec/cpu_gemm.hpp"  // defines: gemm_run, batched_gemm_run
 
 namespace ptsim::runtime::cpu {
@@ -409,8 +411,9 @@ int64_t last_dim(const TaskGraph& g, int id) {
 }
 
 template <class T>
-class CpuBackend final : public Backend {
+class CpuBackend final : public cpu::CpuDevice {
  public:
+  explicit CpuBackend(int threads) : CpuDevice(std::is_same_v<T, double> ? ComputeType::f64 : ComputeType::f32, threads) {}
   const char* name() const override { return std::is_same_v<T, float> ? "cpu-f32" : "cpu-f64"; }
 
   void run(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
@@ -552,9 +555,9 @@ class CpuBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(ComputeType compute) {
-  if (compute == ComputeType::f64) return std::make_unique<CpuBackend<double>>();
-  return std::make_unique<CpuBackend<float>>();
+std::unique_ptr<Backend> make_cpu_backend(ComputeType compute, int threads) {
+  if (compute == ComputeType::f64) return std::make_unique<CpuBackend<double>>(threads);
+  return std::make_unique<CpuBackend<float>>(threads);
 }
 
 }  // namespace ptsim::runtime
