@@ -331,6 +331,7 @@ class Trainer {
     OptimizerConfig oc = default_optimizer_config(c_.optimizer);
     if (!c_.clipping) oc.max_grad_norm = 0;
     optimizer_ = make_optimizer(oc, std::move(slots));
+    optimizer_->set_threads(c_.threads);  // the update passes (results do not depend on the count)
     scaler_ = std::make_unique<LossScaler>(loss_scaler_config(c_));
     schedule_ = make_schedule(c_);
 
