@@ -50,6 +50,7 @@ DeviceBuffer CpuDevice::allocate(size_t bytes) {
   if (rounded > 0) std::memset(data.get(), 0, rounded);
   buffers_.push_back(std::move(data));
   sizes_.push_back(bytes);
+  live_.push_back(1);
   return {static_cast<int32_t>(buffers_.size() - 1), bytes};
 }
 
@@ -57,11 +58,12 @@ void CpuDevice::free(DeviceBuffer buffer) {
   if (buffer.id < 0 || static_cast<size_t>(buffer.id) >= buffers_.size()) return;
   buffers_[static_cast<size_t>(buffer.id)].reset();
   sizes_[static_cast<size_t>(buffer.id)] = 0;
+  live_[static_cast<size_t>(buffer.id)] = 0;
 }
 
 std::byte* CpuDevice::checked(const DeviceSpan& span) const {
   const auto id = static_cast<size_t>(span.buffer.id);
-  if (span.buffer.id < 0 || id >= buffers_.size() || (sizes_[id] > 0 && !buffers_[id]))
+  if (span.buffer.id < 0 || id >= buffers_.size() || !live_[id])
     throw std::logic_error(fmt::format("cpu backend: buffer {} is not allocated", span.buffer.id));
   if (span.offset + span.bytes > sizes_[id])
     throw std::logic_error(fmt::format("cpu backend: bytes [{}, {}) are outside buffer {} of {} bytes", span.offset,

@@ -50,6 +50,7 @@ class CpuDevice : public Backend {
   int threads_;
   std::vector<std::unique_ptr<std::byte, Free>> buffers_;  // [id]; null once freed
   std::vector<size_t> sizes_;
+  std::vector<char> live_;  // [id]: allocated and not freed
   std::vector<std::chrono::steady_clock::time_point> events_;
 };
 
