@@ -1,8 +1,11 @@
-// runtime/exec/executor.hpp — executes a TaskGraph for real: allocates its tensors from the memory plan
-// (one activation arena at the plan's offsets; persistent buffers for weights/gradients), runs the ops of
-// one micro-step in order through a Backend, times every op (same op ids as the simulator), and runs the
-// step tail (gradient all-reduce through a Communicator, global norm, optimizer updates by bucket).
-// Not here: kernels (runtime/exec/cpu_backend.*), data loading, the training loop (runtime/train/).
+// runtime/exec/executor.hpp — executes a TaskGraph for real: has the Backend (made once from
+// ExecutorOptions::backend) allocate its tensors as the memory plan lays them out (one activation arena at
+// the plan's offsets; flat weight, gradient, master and input buffers with a view per tensor), runs the ops
+// of one micro-step in order through the Backend, times every op with backend events (same op ids as the
+// simulator), and runs the step tail (gradient all-reduce through a Communicator, global norm, optimizer
+// updates by bucket). Callers move values only through explicit copies (read_/write_tensor, _parameter).
+// Not here: kernels and memory (runtime/exec/backend.hpp, cpu_*), data loading, the training loop
+// (runtime/train/).
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -335,3 +335,30 @@ TEST_CASE("bert-tiny at batch 8, seq 128 (fp32): initial loss ≈ ln(30522) + ln
           << " ms (best of 3); forward " << forward / 4 * 1e3 << " ms, backward " << backward / 4 * 1e3
           << " ms per step (mean of 4); arena " << ex.allocated_activation_bytes() / 1048576.0 << " MiB");
 }
+
+TEST_CASE("kept scalars: the loss and each cross-entropy loss come back after the micro-step; loss = MLM + NSP") {
+  Executor ex(build_task_graph(tiny_bert(), fd_recipe()), {});
+  const TaskGraph& g = ex.graph();
+  ex.init_parameters(4);
+  fill_inputs(ex, 9);
+  const double loss = ex.run_micro_step(0, 0);
+  REQUIRE(ex.has_scalar_output(g.loss_tensor));
+  CHECK(ex.scalar_output(g.loss_tensor) == loss);
+  std::vector<int> parts;
+  for (const Op& op : g.ops)
+    if (op.kind == OpKind::cross_entropy) parts.push_back(op.outputs.at(0));
+  REQUIRE(parts.size() == 2);  // MLM and NSP
+  double sum = 0;
+  for (int id : parts) {
+    REQUIRE(ex.has_scalar_output(id));
+    sum += ex.scalar_output(id);
+  }
+  // The "loss" add op sums the two fp32 parts: one fp32 rounding (2^-24 relative) apart at most.
+  CHECK(sum == doctest::Approx(loss).epsilon(1e-6));
+  CHECK_FALSE(ex.has_scalar_output(g.params[0].weight));
+  CHECK_THROWS_AS(ex.scalar_output(g.params[0].weight), std::invalid_argument);
+  // Copies in and out refuse the wrong type and size.
+  CHECK_THROWS_AS(ex.read_tensor<double>(g.params[0].weight), std::invalid_argument);  // f32 executor
+  CHECK_THROWS_AS(ex.read_tensor<int32_t>(g.params[0].weight), std::invalid_argument);
+  CHECK_THROWS_AS(ex.write_parameter(0, std::vector<float>(3)), std::invalid_argument);
+}
