@@ -20,6 +20,18 @@ inline constexpr size_t kChunkElements = size_t{1} << 15;
 
 inline size_t chunk_count(size_t n) { return (n + kChunkElements - 1) / kChunkElements; }
 
+// The threads the vector passes get when GEMMs run on `gemm_threads` threads: the cores not taken by the
+// GEMM pool's workers, at most gemm_threads, at least 1. OpenBLAS's (and OpenMP's) workers keep spinning
+// for a while after each GEMM, so a pass started right after backward competes with gemm_threads − 1 busy
+// workers: on a 2-core machine with --threads 2, a second pass thread made bert-tiny's LAMB update 1.5×
+// slower and the step 1.4× slower (docs/executor.md, "Threads and determinism"). Results do not depend on
+// the count (fixed chunks), so this is purely a speed choice.
+inline int vector_pass_threads(int gemm_threads, unsigned cores = std::thread::hardware_concurrency()) {
+  if (gemm_threads <= 1) return 1;
+  const int free_cores = static_cast<int>(cores) - (gemm_threads - 1);
+  return std::max(1, std::min(gemm_threads, free_cores));
+}
+
 // Calls body(c) for every chunk c in [0, chunks), on up to `threads` threads (≤ 1: the caller's thread).
 // Each thread takes a contiguous run of chunks. An exception in a body is rethrown after every thread
 // has finished (the first one, by thread order).

@@ -25,6 +25,7 @@
 #include "runtime/comm/communicator.hpp"
 #include "runtime/exec/backend.hpp"
 #include "runtime/exec/cpu_gemm.hpp"  // defines: gemm_set_threads
+#include "runtime/exec/cpu_parallel.hpp"  // defines: vector_pass_threads
 #include "runtime/exec/precision.hpp"
 #include "runtime/optim/optimizer.hpp"
 
@@ -93,7 +94,7 @@ struct Executor::Impl {
     plan = models::plan_memory(cpu_storage_graph(graph));
     scalar_bytes = options.compute == ComputeType::f64 ? sizeof(double) : sizeof(float);
     offset_scale = static_cast<int64_t>(scalar_bytes / sizeof(float));
-    backend = make_backend(options.backend, options.compute, options.threads);
+    backend = make_backend(options.backend, options.compute, cpu::vector_pass_threads(options.threads));
     cpu::gemm_set_threads(options.threads);  // OpenBLAS's pool (and Eigen's): --threads, not all cores
     allocate();
     seconds.assign(graph.ops.size(), 0.0);

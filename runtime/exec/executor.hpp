@@ -32,7 +32,7 @@ struct ExecutorOptions {
   uint64_t seed = 1234;        // dropout streams: hash(seed, step, micro_step, op.attrs.rng_stream)
   bool time_ops = true;        // measure every op's wall time
   int threads = 0;             // GEMM threads (OpenBLAS, Eigen with OpenMP; 0 = the libraries' defaults) and
-                               // the CPU backend's step-tail passes (0: one thread)
+                               // the CPU backend's step-tail passes (cpu::vector_pass_threads of it)
   // Called after every body op (forward, recompute, backward) with the op just run, while its outputs still
   // hold their values: the memory plan may reuse an activation's bytes once its last reader has run, so
   // this is where a check copies out intermediate tensors such as the MLM logits (read_tensor;

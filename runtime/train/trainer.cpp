@@ -33,6 +33,7 @@
 #include "runtime/data/tokenizer.hpp"        // defines: hash_to_hex
 #include "runtime/exec/executor.hpp"
 #include "runtime/optim/loss_scaler.hpp"
+#include "runtime/exec/cpu_parallel.hpp"  // defines: vector_pass_threads
 #include "runtime/optim/optimizer.hpp"
 
 namespace ptsim::runtime {
@@ -331,7 +332,8 @@ class Trainer {
     OptimizerConfig oc = default_optimizer_config(c_.optimizer);
     if (!c_.clipping) oc.max_grad_norm = 0;
     optimizer_ = make_optimizer(oc, std::move(slots));
-    optimizer_->set_threads(c_.threads);  // the update passes (results do not depend on the count)
+    // The update passes: the cores the GEMM pool leaves free (results do not depend on the count).
+    optimizer_->set_threads(cpu::vector_pass_threads(c_.threads));
     scaler_ = std::make_unique<LossScaler>(loss_scaler_config(c_));
     schedule_ = make_schedule(c_);
 

@@ -75,3 +75,13 @@ TEST_CASE("backend factory: cpu always; cuda refused with a message in a build w
     CHECK_THROWS_WITH_AS(make_backend(BackendKind::cuda, ComputeType::f32, 1), doctest::Contains("built without"),
                          ptsim::core::InputError);
 }
+
+TEST_CASE("vector passes get the cores the GEMM pool leaves free") {
+  // cores − (gemm_threads − 1) spinning GEMM workers, within [1, gemm_threads].
+  CHECK(cpu::vector_pass_threads(2, 2) == 1);  // the 2-core machine: the measured slowdown case
+  CHECK(cpu::vector_pass_threads(2, 16) == 2);
+  CHECK(cpu::vector_pass_threads(4, 6) == 3);
+  CHECK(cpu::vector_pass_threads(16, 16) == 1);
+  CHECK(cpu::vector_pass_threads(0, 8) == 1);  // 0: the libraries' defaults for GEMMs, one pass thread
+  CHECK(cpu::vector_pass_threads(1, 8) == 1);
+}
