@@ -8,14 +8,16 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/host_device.hpp"  // defines: PTSIM_HD
+
 namespace ptsim::core {
 
 inline constexpr uint64_t kSplitmix64Gamma = 0x9e3779b97f4a7c15ULL;  // 2^64 / golden ratio, odd
 inline constexpr uint64_t kFnv1aOffset = 0xcbf29ce484222325ULL;
 inline constexpr uint64_t kFnv1aPrime = 0x100000001b3ULL;
 
-// splitmix64's output function: a bijective 64-bit mix (the dropout hash's rounds).
-constexpr uint64_t splitmix64_mix(uint64_t z) {
+// splitmix64's output function: a bijective 64-bit mix (the dropout hash's rounds; device code too).
+PTSIM_HD constexpr uint64_t splitmix64_mix(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);

@@ -30,17 +30,14 @@ runtime::LrScheduleKind parse_schedule(const std::string& name) {
   throw core::InputError(fmt::format("ptsim train: --schedule '{}' is unknown (expected poly | lans | constant)", name));
 }
 
-void check_backend(const std::string& backend) {
-  if (backend == "cpu") return;
-  if (backend == "cuda") {
-#ifdef PTSIM_HAVE_CUDA
-    throw core::InputError("ptsim train: --backend cuda is not implemented yet in this build (use --backend cpu)");
-#else
-    throw core::InputError("ptsim train: --backend cuda: this ptsim was built without CUDA (meson -Dcuda=enabled "
-                           "needs nvcc and cuBLAS); use --backend cpu");
-#endif
-  }
-  throw core::InputError(fmt::format("ptsim train: --backend '{}' is unknown (expected cpu)", backend));
+// --backend: the name must be known, and the backend built into this ptsim (exit 2 saying so otherwise).
+runtime::BackendKind parse_backend(const std::string& name) {
+  const runtime::BackendKind kind = runtime::parse_backend_kind(name, "ptsim train: --backend");
+  if (!runtime::backend_available(kind))
+    throw core::InputError(fmt::format("ptsim train: --backend {}: this ptsim was built without the {} backend; use "
+                                       "--backend cpu",
+                                       name, name));
+  return kind;
 }
 
 // Threads per rank when --threads is 0 and several ranks share the machine: split the cores between them.
@@ -64,7 +61,7 @@ int run_train_command(int argc, char** argv) {
   std::string precision = "fp32";
   std::string schedule = "poly";
   bool no_dropout = false, no_clipping = false, no_shuffle = false, quiet = false;
-  app.add_option("--backend", backend, "cpu (cuda: not yet)")->capture_default_str();
+  app.add_option("--backend", backend, "cpu | cuda (cuda: builds with the CUDA backend only)")->capture_default_str();
   app.add_option("--model", c.model, "built-in model name or JSON path; vocab_size is taken from the data")
       ->capture_default_str();
   app.add_option("--data", c.data_dir, "dataset directory written by 'ptsim data prepare'")->required();
@@ -102,7 +99,7 @@ int run_train_command(int argc, char** argv) {
   app.add_flag("--quiet", quiet, "no progress lines");
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
 
-  check_backend(backend);
+  c.backend = parse_backend(backend);
   c.optimizer = models::parse_optimizer(optimizer, "--optimizer");
   c.precision = models::parse_precision(precision, "ptsim train: --precision");
   // Given but zero would read as "not given" below (0 = dynamic / default window): refuse it here.

@@ -1,20 +1,32 @@
 // runtime/comm/communicator.hpp — collective communication between data-parallel ranks.
 // Implementations: SingleProcessCommunicator (size 1), MpiCommunicator (runtime/comm/mpi_communicator.*,
-// when built with MPI); an NCCL one comes with the CUDA backend.
+// when built with MPI); an NCCL one comes with the CUDA backend and overrides the backend-span all-reduce.
 #pragma once
 #include <memory>
 #include <span>
 
+#include "runtime/exec/device_types.hpp"
+
 namespace ptsim::runtime {
+
+class Backend;  // runtime/exec/backend.hpp
 
 class Communicator {
  public:
   virtual ~Communicator() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  // In-place sum over all ranks.
+  // In-place sum over all ranks of host memory (small values: the trainer's loss and stop flag).
   virtual void all_reduce_sum(std::span<float> data) = 0;
   virtual void all_reduce_sum(std::span<double> data) = 0;
+  // In-place sum over all ranks of `data`, elements of `type`, in `backend`'s memory, ordered on `stream`:
+  // it starts after the work queued on `stream` before the call, and work queued on `stream` after it
+  // sees the sum (the executor makes `stream` wait for the compute stream's event that marks the bucket
+  // ready, and the compute stream wait for the sum before the optimizer reads it). This default runs the
+  // host-memory all_reduce_sum: in place when the backend is host-addressable (the CPU backend), else
+  // through a host copy; it returns when the sum is done. An NCCL communicator overrides it to enqueue
+  // ncclAllReduce on `stream` and return at once.
+  virtual void all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType type, Stream stream);
   virtual void barrier() = 0;
 };
 

@@ -50,6 +50,7 @@ class MpiCommunicator final : public Communicator {
   MpiCommunicator();
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  using Communicator::all_reduce_sum;  // the backend-span form: the host path over these
   void all_reduce_sum(std::span<float> data) override;
   void all_reduce_sum(std::span<double> data) override;
   void barrier() override;

@@ -1,16 +1,20 @@
-// runtime/exec/backend.hpp — the seam between the executor and the kernels: one virtual run() per op.
-// The executor resolves every op's tensors to pointers once (arena offsets, parameter and input buffers)
-// and hands them to a Backend in op order. Implementations: CpuBackend (runtime/exec/cpu_backend.*,
-// float or double); a CUDA backend implements the same interface on device pointers.
-// Not here: step-tail ops (all_reduce, grad_norm, optimizer_update): they need a Communicator and an
-// Optimizer, so the executor runs them itself.
+// runtime/exec/backend.hpp — the device seam: everything the executor asks of a device. A Backend owns
+// memory (allocate/free buffers, copies host↔device and device↔device, zero-fill), streams and events
+// (queue order, cross-stream waits, op timing), the compute ops (one virtual run() per TaskGraph op) and
+// the few vector operations of the step tail (16-bit rounding, scaling, sums of squares). The executor
+// asks it for every buffer and never dereferences tensor storage; values cross the seam only through
+// copy_to_device / copy_to_host. Implementations: the CPU backend (cpu_device.* + cpu_backend.*, float or
+// double); a CUDA backend implements the same interface on device memory. What a new backend must
+// implement: docs/executor.md, "The device seam".
+// Not here: collectives (runtime/comm/communicator.hpp, which reduce backend spans), the optimizer maths
+// (runtime/optim/optimizer_math.hpp; the CPU optimizer runs it over the host-addressable buffers).
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <span>
 
 #include "models/task_graph.hpp"
-#include "runtime/exec/executor.hpp"  // defines: ComputeType
+#include "runtime/exec/device_types.hpp"
 
 namespace ptsim::runtime {
 
@@ -25,16 +29,62 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
-  // Runs one compute op. inputs[i] / outputs[i] point at the storage of op.inputs[i] / op.outputs[i]
-  // (float-like tensors in the backend's scalar type, i32 as int32_t, u8 as uint8_t); tensor shapes
-  // come from `graph`. Throws std::invalid_argument for op kinds the backend does not run.
+  virtual ComputeType compute() const = 0;
+
+  // ---- memory ----
+  // A new buffer of `bytes`, zero-filled, 64-byte aligned. Throws std::bad_alloc when out of memory.
+  virtual DeviceBuffer allocate(size_t bytes) = 0;
+  virtual void free(DeviceBuffer buffer) = 0;
+  // The address of a span as the backend's kernels take it (a device pointer on a GPU): what run() gets.
+  // Opaque to the caller, who may pass it back to this backend only.
+  virtual void* kernel_address(const DeviceSpan& span) = 0;
+  // True when kernel_address() is ordinary host memory that host code may read and write after
+  // synchronize() (the CPU backend): the MPI communicator and the CPU optimizer use it directly.
+  virtual bool host_addressable() const = 0;
+  // src (span.bytes bytes of host memory) → span; span → dst. Both complete before returning (copy_to_host
+  // waits for the compute stream's queued work first).
+  virtual void copy_to_device(const DeviceSpan& dst, const void* src) = 0;
+  virtual void copy_to_host(void* dst, const DeviceSpan& src) = 0;
+  // dst ← src on the compute stream (same byte count; the spans do not overlap).
+  virtual void copy(const DeviceSpan& dst, const DeviceSpan& src) = 0;
+  virtual void fill_zero(const DeviceSpan& span) = 0;
+
+  // ---- streams and events (all no-ops or clock reads on the CPU, where work runs when it is queued) ----
+  virtual Stream create_stream() = 0;
+  virtual Event create_event() = 0;
+  // Marks the point in `stream` after everything queued so far (CPU: reads the clock).
+  virtual void record(Event event, Stream stream = {}) = 0;
+  // Work queued on `stream` from now on starts after `event` completes.
+  virtual void wait(Stream stream, Event event) = 0;
+  // Seconds between two recorded events (waits for `stop`).
+  virtual double elapsed_seconds(Event start, Event stop) = 0;
+  // Waits until everything queued on `stream` has run.
+  virtual void synchronize(Stream stream = {}) = 0;
+
+  // ---- compute ops ----
+  // Runs one compute op. inputs[i] / outputs[i] are kernel_address()es of op.inputs[i] / op.outputs[i]
+  // (float-like tensors in compute(), i32 as int32_t, u8 as uint8_t); shapes come from `graph`. Throws
+  // std::invalid_argument for op kinds the backend does not run.
   virtual void run(const models::TaskGraph& graph, const models::Op& op, std::span<void* const> inputs,
                    std::span<void* const> outputs, const OpContext& context) = 0;
-  // Waits for queued work (no-op on the CPU); the executor calls it before reading a clock.
-  virtual void synchronize() {}
+
+  // ---- vector operations of the step tail, on float elements of compute() ----
+  // Rounds fp32 storage to the nearest f16/bf16 (precision.hpp); a no-op for other dtypes. f32 only.
+  virtual void round_to_dtype(const DeviceSpan& span, models::DType dtype) = 0;
+  // x ← x · factor (factor rounded to compute() first).
+  virtual void scale(const DeviceSpan& span, double factor) = 0;
+  // Σ x² accumulated in double, in a fixed order (fixed-size chunks, partial sums added in chunk order),
+  // so the result does not depend on threads or scheduling; returned through one small copy.
+  virtual double sum_of_squares(const DeviceSpan& span) = 0;
 };
 
-// The reference backend: every op as a plain loop (Eigen for GEMMs) in float or double.
-std::unique_ptr<Backend> make_cpu_backend(ComputeType compute);
+// The reference backend: every op as a plain loop (OpenBLAS/Eigen for GEMMs) in float or double, on host
+// memory. `threads`: the step tail's vector operations split their fixed chunks over this many threads
+// (0 or 1: the calling thread only).
+std::unique_ptr<Backend> make_cpu_backend(ComputeType compute, int threads = 1);
+
+// The factory: the backend `kind` computing in `compute`. Throws core::InputError when this build does
+// not have it (backend_available), saying so.
+std::unique_ptr<Backend> make_backend(BackendKind kind, ComputeType compute, int threads);
 
 }  // namespace ptsim::runtime

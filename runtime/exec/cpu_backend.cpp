@@ -13,11 +13,12 @@
 #include <limits>
 #include <numbers>
 #include <stdexcept>
-
-#include "core/hash.hpp"
+#include <type_traits>
 #include <vector>
 
+
 #include "core/error.hpp"
+#include "runtime/exec/cpu_device.hpp"
 #include "runtime/exec/cpu_gemm.hpp"  // defines: gemm_run, batched_gemm_run
 
 namespace ptsim::runtime::cpu {
@@ -35,9 +36,6 @@ using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <class T>
 using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 
-// splitmix64's finaliser (core/hash.hpp): a bijective 64-bit mix, the core of the dropout hash.
-constexpr uint64_t mix64(uint64_t z) { return core::splitmix64_mix(z); }
-constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
 
 }  // namespace
 
@@ -120,13 +118,6 @@ void add_forward(T* y, std::span<const T* const> xs, int64_t n) {
   }
 }
 
-uint64_t dropout_key(uint64_t seed, int64_t step, int64_t micro_step, uint64_t rng_stream) {
-  uint64_t k = mix64(seed + kGolden);
-  k = mix64(k ^ (static_cast<uint64_t>(step) + 1) * kGolden);
-  k = mix64(k ^ (static_cast<uint64_t>(micro_step) + 1) * 0xc2b2ae3d27d4eb4fULL);
-  return mix64(k ^ (rng_stream + 1) * 0x165667b19e3779f9ULL);
-}
-
 template <class T>
 void dropout_forward(T* y, uint8_t* mask, const T* x, int64_t n, double p, uint64_t key) {
   if (p >= 1.0) {  // drop everything (the scale 1/(1-p) would be infinite)
@@ -134,12 +125,11 @@ void dropout_forward(T* y, uint8_t* mask, const T* x, int64_t n, double p, uint6
     std::fill(mask, mask + n, uint8_t{0});
     return;
   }
-  // Keep iff the top 32 bits of the hash are ≥ p·2^32: P(keep) = 1 − p to within 2^-32.
-  const uint64_t threshold = static_cast<uint64_t>(std::ldexp(std::max(p, 0.0), 32));
+  // The mask every backend draws (dropout_mask.hpp).
+  const uint64_t threshold = dropout_threshold(std::max(p, 0.0));
   const T scale = static_cast<T>(1.0 / (1.0 - p));
   for (int64_t i = 0; i < n; ++i) {
-    const uint64_t r = mix64(key + static_cast<uint64_t>(i) * kGolden) >> 32;
-    const uint8_t keep = r >= threshold ? 1 : 0;
+    const uint8_t keep = dropout_keep(key, static_cast<uint64_t>(i), threshold) ? 1 : 0;
     mask[i] = keep;
     y[i] = keep ? x[i] * scale : T(0);
   }
@@ -409,8 +399,9 @@ int64_t last_dim(const TaskGraph& g, int id) {
 }
 
 template <class T>
-class CpuBackend final : public Backend {
+class CpuBackend final : public cpu::CpuDevice {
  public:
+  explicit CpuBackend(int threads) : CpuDevice(std::is_same_v<T, double> ? ComputeType::f64 : ComputeType::f32, threads) {}
   const char* name() const override { return std::is_same_v<T, float> ? "cpu-f32" : "cpu-f64"; }
 
   void run(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
@@ -552,9 +543,9 @@ class CpuBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(ComputeType compute) {
-  if (compute == ComputeType::f64) return std::make_unique<CpuBackend<double>>();
-  return std::make_unique<CpuBackend<float>>();
+std::unique_ptr<Backend> make_cpu_backend(ComputeType compute, int threads) {
+  if (compute == ComputeType::f64) return std::make_unique<CpuBackend<double>>(threads);
+  return std::make_unique<CpuBackend<float>>(threads);
 }
 
 }  // namespace ptsim::runtime

@@ -10,6 +10,7 @@
 
 #include "models/task_graph.hpp"
 #include "runtime/exec/backend.hpp"
+#include "runtime/exec/dropout_mask.hpp"  // defines: dropout_key, dropout_keep
 
 namespace ptsim::runtime::cpu {
 
@@ -43,8 +44,9 @@ void bias_grad(T* dbias, const T* dy, int64_t M, int64_t N);
 // y (n) = Σ_i xs[i] (n).
 template <class T>
 void add_forward(T* y, std::span<const T* const> xs, int64_t n);
-// dropout: keep element i iff hash(key, i) ≥ p·2^32 (see dropout_key); y = x·keep/(1−p).
-uint64_t dropout_key(uint64_t seed, int64_t step, int64_t micro_step, uint64_t rng_stream);
+// dropout: keep element i iff hash(key, i) ≥ p·2^32 (dropout_mask.hpp, shared by every backend);
+// y = x·keep/(1−p).
+using runtime::dropout_key;
 template <class T>
 void dropout_forward(T* y, uint8_t* mask, const T* x, int64_t n, double p, uint64_t key);
 template <class T>

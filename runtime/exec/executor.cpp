@@ -1,7 +1,9 @@
-// runtime/exec/executor.cpp — TaskGraph → storage → ops in order. Storage: one flat weight buffer, one flat
-// gradient buffer, one input buffer, and one activation arena laid out exactly as models::plan_memory
-// says for the storage graph (offsets × sizeof(T)/4, i.e. ×2 for f64). Body ops go to the Backend; the step
-// tail (all-reduce, global norm, optimizer) runs here because it needs the Communicator and the Optimizer.
+// runtime/exec/executor.cpp — TaskGraph → storage → ops in order. Storage, every byte of it allocated by the
+// Backend: one flat weight buffer, one flat gradient buffer, one input buffer, one small scalar buffer (the
+// losses), and one activation arena laid out exactly as models::plan_memory says for the storage graph
+// (offsets × sizeof(T)/4, i.e. ×2 for f64). The executor names storage only as DeviceSpans and moves values
+// through the backend's copies. Body ops go to the Backend; the step tail (all-reduce, global norm, optimizer)
+// is driven here because it needs the Communicator and the Optimizer.
 // Mixed precision (bf16/fp16 graphs): every float tensor is stored in fp32; after each op the executor rounds
 // the outputs whose graph dtype is 16-bit (precision.hpp), keeps fp32 master weights in a buffer of their
 // own, unscales the gradients in the tail and refreshes the 16-bit weight copies after each update.
@@ -10,11 +12,8 @@
 
 #include <fmt/format.h>
 
-#include <Eigen/Core>
-#include <chrono>
+#include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <numbers>
 #include <optional>
@@ -26,6 +25,7 @@
 #include "runtime/comm/communicator.hpp"
 #include "runtime/exec/backend.hpp"
 #include "runtime/exec/cpu_gemm.hpp"  // defines: gemm_set_threads
+#include "runtime/exec/cpu_parallel.hpp"  // defines: vector_pass_threads
 #include "runtime/exec/precision.hpp"
 #include "runtime/optim/optimizer.hpp"
 
@@ -40,28 +40,8 @@ using models::Phase;
 using models::TaskGraph;
 using models::TensorRole;
 
-constexpr size_t kBufferAlignment = 64;  // a cache line; enough for any SIMD load
-
-// Zero-initialised, 64-byte aligned bytes.
-class AlignedBuffer {
- public:
-  void allocate(size_t bytes) {
-    bytes_ = bytes;
-    const size_t rounded = (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
-    data_.reset(rounded > 0 ? static_cast<std::byte*>(std::aligned_alloc(kBufferAlignment, rounded)) : nullptr);
-    if (rounded > 0 && !data_) throw std::bad_alloc();
-    if (rounded > 0) std::memset(data_.get(), 0, rounded);
-  }
-  std::byte* data() const { return data_.get(); }
-  size_t bytes() const { return bytes_; }
-
- private:
-  struct Free {
-    void operator()(std::byte* p) const { std::free(p); }
-  };
-  std::unique_ptr<std::byte, Free> data_;
-  size_t bytes_ = 0;
-};
+constexpr size_t kBufferAlignment = 64;  // tensors start on a cache line inside the flat buffers
+size_t round_up(size_t bytes) { return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; }
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::f64; }
 
@@ -87,12 +67,21 @@ struct Executor::Impl {
   std::unique_ptr<Backend> backend;
   size_t scalar_bytes = 4;     // storage of one float-like element
   int64_t offset_scale = 1;    // arena offsets × this (2 for f64)
-  AlignedBuffer arena, weights, gradients, inputs, masters;
-  std::vector<void*> storage;  // per tensor id; null when the executor holds none (optimizer state)
+  DeviceBuffer arena, weights, gradients, inputs, masters, scalars, staging;
+  std::vector<DeviceSpan> storage;  // per tensor id; invalid when the executor holds none (optimizer state)
   // Per op: the outputs whose graph dtype is f16/bf16, rounded after the op runs (mixed precision only).
   std::vector<std::vector<int>> rounded_outputs;
-  std::vector<std::vector<void*>> op_inputs, op_outputs;
+  std::vector<std::vector<void*>> op_inputs, op_outputs;  // kernel addresses, resolved once
   std::vector<int> body_ops, tail_ops;
+  // The scalars kept per micro-step (loss, cross-entropy losses): slot per tensor id (-1: none), their
+  // values after the last micro-step.
+  std::vector<int> scalar_slot;
+  std::vector<double> scalar_values;
+  // Op timing: a start and a stop event per op, recorded around it and read after the micro-step / tail.
+  std::vector<Event> op_start, op_stop;
+  std::vector<int> pending_timings;
+  Stream compute_stream, comm_stream;
+  Event bucket_ready, bucket_reduced;
   std::vector<double> seconds;
   std::vector<int> executions;
   double last_norm = std::numeric_limits<double>::quiet_NaN();
@@ -105,11 +94,23 @@ struct Executor::Impl {
     plan = models::plan_memory(cpu_storage_graph(graph));
     scalar_bytes = options.compute == ComputeType::f64 ? sizeof(double) : sizeof(float);
     offset_scale = static_cast<int64_t>(scalar_bytes / sizeof(float));
-    backend = make_cpu_backend(options.compute);
+    backend = make_backend(options.backend, options.compute, cpu::vector_pass_threads(options.threads));
     cpu::gemm_set_threads(options.threads);  // OpenBLAS's pool (and Eigen's): --threads, not all cores
     allocate();
     seconds.assign(graph.ops.size(), 0.0);
     executions.assign(graph.ops.size(), 0);
+    compute_stream = Stream{};
+    comm_stream = backend->create_stream();
+    bucket_ready = backend->create_event();
+    bucket_reduced = backend->create_event();
+    for (size_t i = 0; i < graph.ops.size(); ++i) {
+      op_start.push_back(backend->create_event());
+      op_stop.push_back(backend->create_event());
+    }
+  }
+  ~Impl() {
+    for (DeviceBuffer b : {arena, weights, gradients, inputs, masters, scalars, staging})
+      if (b.valid()) backend->free(b);
   }
 
   void validate() const {
@@ -143,45 +144,51 @@ struct Executor::Impl {
 
   void allocate() {
     const size_t n = graph.tensors.size();
-    storage.assign(n, nullptr);
-    // Persistent buffers: weights and gradients back to back in tensor order, inputs likewise.
-    auto round = [](size_t bytes) { return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; };
+    storage.assign(n, DeviceSpan{});
+    // Persistent buffers: weights, masters and gradients back to back in tensor order (each tensor on a
+    // 64-byte boundary; the padding stays 0), inputs likewise: flat buffers with one view per tensor.
     size_t weight_bytes = 0, grad_bytes = 0, input_bytes = 0, master_bytes = 0;
     for (const auto& t : graph.tensors) {
-      if (t.role == TensorRole::weight) weight_bytes += round(storage_bytes(t));
-      if (t.role == TensorRole::master_weight) master_bytes += round(storage_bytes(t));
-      if (t.role == TensorRole::gradient) grad_bytes += round(storage_bytes(t));
-      if (t.role == TensorRole::input) input_bytes += round(storage_bytes(t));
+      if (t.role == TensorRole::weight) weight_bytes += round_up(storage_bytes(t));
+      if (t.role == TensorRole::master_weight) master_bytes += round_up(storage_bytes(t));
+      if (t.role == TensorRole::gradient) grad_bytes += round_up(storage_bytes(t));
+      if (t.role == TensorRole::input) input_bytes += round_up(storage_bytes(t));
     }
-    weights.allocate(weight_bytes);
-    gradients.allocate(grad_bytes);
-    inputs.allocate(input_bytes);
-    masters.allocate(master_bytes);
+    weights = backend->allocate(weight_bytes);
+    gradients = backend->allocate(grad_bytes);
+    inputs = backend->allocate(input_bytes);
+    masters = backend->allocate(master_bytes);
     const double peak = plan.activations_peak_bytes * static_cast<double>(offset_scale);
-    arena.allocate(static_cast<size_t>(peak));
+    arena = backend->allocate(static_cast<size_t>(peak));
     size_t w = 0, g = 0, in = 0, mw = 0;
+    auto place = [](DeviceBuffer b, size_t& at, size_t bytes) {
+      const DeviceSpan span{b, at, bytes};
+      at += round_up(bytes);
+      return span;
+    };
     for (const auto& t : graph.tensors) {
       const size_t bytes = storage_bytes(t);
       switch (t.role) {
-        case TensorRole::weight: storage[t.id] = weights.data() + w; w += round(bytes); break;
-        case TensorRole::gradient: storage[t.id] = gradients.data() + g; g += round(bytes); break;
-        case TensorRole::input: storage[t.id] = inputs.data() + in; in += round(bytes); break;
-        case TensorRole::master_weight: storage[t.id] = masters.data() + mw; mw += round(bytes); break;
+        case TensorRole::weight: storage[t.id] = place(weights, w, bytes); break;
+        case TensorRole::gradient: storage[t.id] = place(gradients, g, bytes); break;
+        case TensorRole::input: storage[t.id] = place(inputs, in, bytes); break;
+        case TensorRole::master_weight: storage[t.id] = place(masters, mw, bytes); break;
         case TensorRole::activation:
         case TensorRole::workspace: {
           const int64_t offset = plan.offset[static_cast<size_t>(t.id)];
           if (offset < 0) break;  // never produced (no storage needed)
           const size_t at = static_cast<size_t>(offset * offset_scale);
-          if (at + bytes > arena.bytes())
+          if (at + bytes > arena.bytes)
             throw std::logic_error(fmt::format("memory plan: tensor {} ({} bytes at offset {}) overflows the {}-byte "
                                                "activation arena",
-                                               t.name, bytes, at, arena.bytes()));
-          storage[t.id] = arena.data() + at;
+                                               t.name, bytes, at, arena.bytes));
+          storage[t.id] = DeviceSpan{arena, at, bytes};
           break;
         }
         default: break;  // optimizer state (owned by the Optimizer)
       }
     }
+    allocate_scalars();
     op_inputs.resize(graph.ops.size());
     op_outputs.resize(graph.ops.size());
     rounded_outputs.resize(graph.ops.size());
@@ -193,9 +200,9 @@ struct Executor::Impl {
       if (op.kind == OpKind::optimizer_update) continue;  // reads gradients by parameter index, writes via the Optimizer
       auto resolve = [&](const std::vector<int>& ids, std::vector<void*>& out) {
         for (int id : ids) {
-          if (!storage[static_cast<size_t>(id)])
+          if (!storage[static_cast<size_t>(id)].valid())
             throw std::logic_error(fmt::format("op {}: tensor {} has no storage", op.name, graph.tensor(id).name));
-          out.push_back(storage[static_cast<size_t>(id)]);
+          out.push_back(backend->kernel_address(storage[static_cast<size_t>(id)]));
         }
       };
       resolve(op.inputs, op_inputs[static_cast<size_t>(op.id)]);
@@ -203,37 +210,105 @@ struct Executor::Impl {
     }
   }
 
+  // One slot per kept scalar: the graph's loss and each cross_entropy op's loss output (each copied into the
+  // scalar buffer right after its op, since the plan may reuse its arena bytes at once).
+  void allocate_scalars() {
+    scalar_slot.assign(graph.tensors.size(), -1);
+    int slots = 0;
+    auto keep = [&](int id) {
+      if (id >= 0 && scalar_slot[static_cast<size_t>(id)] < 0 && storage[static_cast<size_t>(id)].valid())
+        scalar_slot[static_cast<size_t>(id)] = slots++;
+    };
+    keep(graph.loss_tensor);
+    for (const Op& op : graph.ops)
+      if (op.kind == OpKind::cross_entropy && !op.outputs.empty()) keep(op.outputs[0]);
+    scalars = backend->allocate(static_cast<size_t>(slots) * scalar_bytes);
+    scalar_values.assign(static_cast<size_t>(slots), std::numeric_limits<double>::quiet_NaN());
+  }
+  DeviceSpan scalar_span(int slot) const { return DeviceSpan{scalars, static_cast<size_t>(slot) * scalar_bytes, scalar_bytes}; }
+
+  const DeviceSpan& span_of(int tensor_id) const {
+    const DeviceSpan& span = storage.at(static_cast<size_t>(tensor_id));
+    if (!span.valid())
+      throw std::invalid_argument(fmt::format("tensor {} has no storage in the executor", graph.tensor(tensor_id).name));
+    return span;
+  }
   template <class T>
-  std::span<T> view(int tensor_id) {
-    const models::Tensor& t = graph.tensor(tensor_id);
-    void* p = storage.at(static_cast<size_t>(tensor_id));
-    if (!p) throw std::invalid_argument(fmt::format("tensor {} has no storage in the executor", t.name));
-    return {static_cast<T*>(p), static_cast<size_t>(t.elements())};
+  std::vector<T> read(int tensor_id) {
+    std::vector<T> values(static_cast<size_t>(graph.tensor(tensor_id).elements()));
+    backend->copy_to_host(values.data(), span_of(tensor_id));
+    return values;
+  }
+  template <class T>
+  void write(int tensor_id, std::span<const T> values) {
+    const DeviceSpan& span = span_of(tensor_id);
+    if (values.size() * sizeof(T) != span.bytes)
+      throw std::invalid_argument(fmt::format("tensor {} holds {} values, {} were given", graph.tensor(tensor_id).name,
+                                              graph.tensor(tensor_id).elements(), values.size()));
+    backend->copy_to_device(span, values.data());
   }
 
+  // The spans of `ids` as one span when they lie back to back in one buffer (allowing the alignment padding
+  // between them, which holds zeros), in any listed order; nullopt otherwise.
+  std::optional<DeviceSpan> contiguous(const std::vector<int>& ids) const {
+    if (ids.empty()) return std::nullopt;
+    std::vector<DeviceSpan> spans;
+    for (int id : ids) spans.push_back(span_of(id));
+    std::sort(spans.begin(), spans.end(), [](const DeviceSpan& a, const DeviceSpan& b) { return a.offset < b.offset; });
+    for (size_t k = 0; k + 1 < spans.size(); ++k)
+      if (spans[k].buffer.id != spans[k + 1].buffer.id || round_up(spans[k].offset + spans[k].bytes) != spans[k + 1].offset)
+        return std::nullopt;
+    return DeviceSpan{spans.front().buffer, spans.front().offset, spans.back().offset + spans.back().bytes - spans.front().offset};
+  }
+  std::vector<int> parameter_gradients() const {
+    std::vector<int> ids;
+    for (const models::Parameter& p : graph.params) ids.push_back(p.gradient);
+    return ids;
+  }
+
+  // Starts timing `op` (a start and a stop event around it, read in flush_timings: no synchronisation per op).
   void timed(const Op& op, auto&& body) {
     if (!options.time_ops) {
       body();
     } else {
-      const auto t0 = std::chrono::steady_clock::now();
+      backend->record(op_start[static_cast<size_t>(op.id)], compute_stream);
       body();
-      backend->synchronize();
-      seconds[static_cast<size_t>(op.id)] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      backend->record(op_stop[static_cast<size_t>(op.id)], compute_stream);
+      pending_timings.push_back(op.id);
     }
     ++executions[static_cast<size_t>(op.id)];
   }
+  // Adds the recorded ops' times (once per micro-step and once per tail: each op is recorded at most once
+  // in between).
+  void flush_timings() {
+    for (int id : pending_timings)
+      seconds[static_cast<size_t>(id)] +=
+          backend->elapsed_seconds(op_start[static_cast<size_t>(id)], op_stop[static_cast<size_t>(id)]);
+    pending_timings.clear();
+  }
 
-  double read_scalar(int tensor_id) const {
-    const void* p = storage[static_cast<size_t>(tensor_id)];
-    return scalar_bytes == sizeof(double) ? *static_cast<const double*>(p) : *static_cast<const float*>(p);
+  // One copy back of every kept scalar.
+  void read_scalars() {
+    if (scalar_values.empty()) return;
+    if (options.compute == ComputeType::f64) {
+      std::vector<double> v(scalar_values.size());
+      backend->copy_to_host(v.data(), DeviceSpan::of(scalars));
+      std::copy(v.begin(), v.end(), scalar_values.begin());
+    } else {
+      std::vector<float> v(scalar_values.size());
+      backend->copy_to_host(v.data(), DeviceSpan::of(scalars));
+      std::copy(v.begin(), v.end(), scalar_values.begin());
+    }
   }
 
   double run_micro_step(int64_t step, int64_t micro_step) {
-    if (micro_step == 0) std::memset(gradients.data(), 0, gradients.bytes());
+    if (micro_step == 0) backend->fill_zero(DeviceSpan::of(gradients));
     const OpContext context{options.seed, step, micro_step};
-    double loss = std::numeric_limits<double>::quiet_NaN();
     for (int id : body_ops) {
-      if (options.stop_requested && options.stop_requested()) throw MicroStepAbandoned();
+      if (options.stop_requested && options.stop_requested()) {
+        flush_timings();
+        throw MicroStepAbandoned();
+      }
       const Op& op = graph.ops[static_cast<size_t>(id)];
       timed(op, [&] {
         try {
@@ -243,74 +318,90 @@ struct Executor::Impl {
           throw InputError(fmt::format("op {} ({}): {}", op.name, models::to_string(op.kind), e.what()));
         }
       });
-      // The loss has no reader in the body, so the plan may reuse its bytes right after: read it now.
+      // The losses have no reader in the body, so the plan may reuse their bytes right after: keep them now.
       for (int out : op.outputs)
-        if (out == graph.loss_tensor) loss = read_scalar(out);
+        if (const int slot = scalar_slot[static_cast<size_t>(out)]; slot >= 0)
+          backend->copy(scalar_span(slot), storage[static_cast<size_t>(out)]);
       if (options.after_op) options.after_op(op);
     }
-    return loss;
+    read_scalars();
+    flush_timings();
+    const int loss_slot = graph.loss_tensor >= 0 ? scalar_slot[static_cast<size_t>(graph.loss_tensor)] : -1;
+    return loss_slot >= 0 ? scalar_values[static_cast<size_t>(loss_slot)] : std::numeric_limits<double>::quiet_NaN();
   }
 
   // A 16-bit store of what the op wrote: the next reader sees exactly the values a GPU kernel that computes in
   // fp32 and writes f16/bf16 would leave (accumulating outputs: fp32 sum of the stored value and the new
   // terms, rounded once, as a GEMM with beta = 1 does).
   void round_outputs(const Op& op) {
-    for (int t : rounded_outputs[static_cast<size_t>(op.id)]) round_to_dtype(graph.tensor(t).dtype, view<float>(t));
+    for (int t : rounded_outputs[static_cast<size_t>(op.id)])
+      backend->round_to_dtype(storage[static_cast<size_t>(t)], graph.tensor(t).dtype);
   }
 
   // Mixed precision: the 16-bit compute copy of parameter p is its fp32 master rounded (what Apex's O2 and
   // Megatron copy into the model after each step). No-op under fp32 (the weight is its own master).
   void refresh_weight_copy(const models::Parameter& p) {
     if (p.master < 0) return;
-    auto master = view<float>(p.master);
-    auto weight = view<float>(p.weight);
-    std::copy(master.begin(), master.end(), weight.begin());
-    round_to_dtype(graph.tensor(p.weight).dtype, weight);
+    backend->copy(span_of(p.weight), span_of(p.master));
+    backend->round_to_dtype(span_of(p.weight), graph.tensor(p.weight).dtype);
   }
   void refresh_weight_copies() {
     for (const models::Parameter& p : graph.params) refresh_weight_copy(p);
+  }
+
+  // x ← x·factor over the tensors `ids`: one call when they are back to back, else one per tensor.
+  void scale_tensors(const std::vector<int>& ids, double factor) {
+    if (auto whole = contiguous(ids)) return backend->scale(*whole, factor);
+    for (int id : ids) backend->scale(span_of(id), factor);
+  }
+  // Σ x² over the tensors `ids` (one pass over the flat range when they are back to back).
+  double sum_of_squares(const std::vector<int>& ids) {
+    if (auto whole = contiguous(ids)) return backend->sum_of_squares(*whole);
+    double sum = 0;
+    for (int id : ids) sum += backend->sum_of_squares(span_of(id));
+    return sum;
   }
 
   // Gradients ÷ loss scale, in fp32 (Apex's fp32 master gradients; torch GradScaler.unscale_): the values
   // clipping, the norm and the optimizer see. Skipped when the scale is 1.
   void unscale_gradients(double loss_scale) {
     if (loss_scale == 1.0) return;
-    const float inv = static_cast<float>(1.0 / loss_scale);
-    for (const models::Parameter& p : graph.params)
-      for (float& g : view<float>(p.gradient)) g *= inv;
+    scale_tensors(parameter_gradients(), 1.0 / loss_scale);
   }
 
-  template <class T>
-  void all_reduce(const Op& op, Communicator& comm, std::vector<T>& staging) {
-    // One collective per bucket: pack the bucket's gradients, sum over ranks, unpack divided by the size.
+  // One collective per bucket, on the communication stream after the compute stream's work: in place when
+  // the bucket's gradients are back to back in the flat gradient buffer (the usual case: buckets are runs of
+  // parameters), else packed into a staging buffer and unpacked again. Then averaged over ranks.
+  void all_reduce(const Op& op, Communicator& comm) {
+    std::optional<DeviceSpan> whole = contiguous(op.inputs);
     size_t total = 0;
-    for (int id : op.inputs) total += static_cast<size_t>(graph.tensor(id).elements());
-    staging.resize(total);
-    size_t at = 0;
-    for (int id : op.inputs) {
-      auto g = view<T>(id);
-      std::copy(g.begin(), g.end(), staging.begin() + static_cast<std::ptrdiff_t>(at));
-      at += g.size();
+    if (!whole) {  // pack
+      for (int id : op.inputs) total += span_of(id).bytes;
+      if (staging.bytes < total) {
+        if (staging.valid()) backend->free(staging);
+        staging = backend->allocate(total);
+      }
+      size_t at = 0;
+      for (int id : op.inputs) {
+        backend->copy(DeviceSpan::of(staging).sub(at, span_of(id).bytes), span_of(id));
+        at += span_of(id).bytes;
+      }
     }
-    comm.all_reduce_sum(std::span<T>(staging));
-    const T inv = static_cast<T>(1.0 / comm.size());
-    at = 0;
-    for (int id : op.inputs) {
-      auto g = view<T>(id);
-      for (size_t i = 0; i < g.size(); ++i) g[i] = staging[at + i] * inv;
-      at += g.size();
+    backend->record(bucket_ready, compute_stream);
+    backend->wait(comm_stream, bucket_ready);
+    comm.all_reduce_sum(*backend, whole ? *whole : DeviceSpan::of(staging).sub(0, total), options.compute, comm_stream);
+    backend->record(bucket_reduced, comm_stream);
+    backend->wait(compute_stream, bucket_reduced);
+    if (!whole) {  // unpack
+      size_t at = 0;
+      for (int id : op.inputs) {
+        backend->copy(span_of(id), DeviceSpan::of(staging).sub(at, span_of(id).bytes));
+        at += span_of(id).bytes;
+      }
     }
+    scale_tensors(op.inputs, 1.0 / comm.size());
     // NCCL reduces 16-bit gradients in their dtype: the averaged value is stored as f16/bf16 again.
-    if constexpr (std::is_same_v<T, float>)
-      for (int id : op.inputs) round_to_dtype(graph.tensor(id).dtype, view<float>(id));
-  }
-
-  template <class T>
-  double grad_norm(const Op& op) {
-    double sum = 0;
-    for (int id : op.inputs)
-      for (T v : view<T>(id)) sum += static_cast<double>(v) * static_cast<double>(v);
-    return std::sqrt(sum);
+    for (int id : op.inputs) backend->round_to_dtype(span_of(id), graph.tensor(id).dtype);
   }
 
   void check_slots(const Optimizer& optimizer) {
@@ -321,9 +412,8 @@ struct Executor::Impl {
                                               slots.size(), graph.params.size()));
     for (size_t i = 0; i < slots.size(); ++i) {
       const models::Parameter& p = graph.params[i];
-      if (slots[i].weight != storage[static_cast<size_t>(p.master >= 0 ? p.master : p.weight)] ||
-          slots[i].grad != storage[static_cast<size_t>(p.gradient)] ||
-          slots[i].n != static_cast<size_t>(p.elements))
+      if (slots[i].weight != backend->kernel_address(span_of(p.master >= 0 ? p.master : p.weight)) ||
+          slots[i].grad != backend->kernel_address(span_of(p.gradient)) || slots[i].n != static_cast<size_t>(p.elements))
         throw std::invalid_argument(fmt::format("optimizer slot {} ({}) does not point at the executor's storage of "
                                                 "{}: build the optimizer from Executor::param_slots()",
                                                 i, slots[i].name, p.name));
@@ -345,8 +435,6 @@ struct Executor::Impl {
     last_norm = std::numeric_limits<double>::quiet_NaN();
     last_skipped = false;
     bool in_step = false;
-    std::vector<float> staging32;
-    std::vector<double> staging64;
     bool unscaled = false;
     // Unscale once the gradients are final (after every all-reduce, before the norm and the first update).
     auto unscale_once = [&] {
@@ -364,15 +452,18 @@ struct Executor::Impl {
                                            op.name, graph.recipe.data_parallel));
             break;  // one rank: the average is the gradient itself
           }
-          timed(op, [&] { f64 ? all_reduce<double>(op, *comm, staging64) : all_reduce<float>(op, *comm, staging32); });
+          timed(op, [&] { all_reduce(op, *comm); });
           break;
         case OpKind::grad_norm:
           unscale_once();
           timed(op, [&] {
-            last_norm = f64 ? grad_norm<double>(op) : grad_norm<float>(op);
-            void* out = storage[static_cast<size_t>(op.outputs.at(0))];
-            if (f64) *static_cast<double*>(out) = last_norm;
-            else *static_cast<float*>(out) = static_cast<float>(last_norm);
+            last_norm = std::sqrt(sum_of_squares(op.inputs));  // the norm comes back as one small copy
+            const int out = op.outputs.at(0);
+            if (f64) write<double>(out, std::span<const double>(&last_norm, 1));
+            else {
+              const float v = static_cast<float>(last_norm);
+              write<float>(out, std::span<const float>(&v, 1));
+            }
           });
           break;
         case OpKind::optimizer_update: {
@@ -380,11 +471,12 @@ struct Executor::Impl {
           unscale_once();
           timed(op, [&] {
             if (!in_step) {
-              if (std::isnan(last_norm)) last_norm = all_gradients_norm();  // the graph has no grad_norm op
-              if (!std::isfinite(last_norm)) {  // overflow or NaN somewhere: leave the weights as they are
+              if (std::isnan(last_norm)) last_norm = std::sqrt(sum_of_squares(parameter_gradients()));  // no grad_norm op
+              if (!std::isfinite(last_norm)) {  // the overflow flag: leave the weights as they are
                 last_skipped = true;
                 return;
               }
+              backend->synchronize(compute_stream);  // the host optimizer reads the gradients now
               optimizer->step_begin(lr, last_norm);
               in_step = true;
             }
@@ -399,30 +491,22 @@ struct Executor::Impl {
       }
     }
     if (in_step) optimizer->step_end();
-  }
-
-  double all_gradients_norm() {
-    double sum = 0;
-    for (const models::Parameter& p : graph.params) {
-      if (options.compute == ComputeType::f64)
-        for (double v : view<double>(p.gradient)) sum += v * v;
-      else
-        for (float v : view<float>(p.gradient)) sum += static_cast<double>(v) * static_cast<double>(v);
-    }
-    return std::sqrt(sum);
+    flush_timings();
   }
 
   // BERT / GPT-2 initialisation (Devlin et al. 2019, initializer_range 0.02; HF _init_weights): matrices and
   // embedding tables ~ normal(0, 0.02), LayerNorm gains 1, LayerNorm biases and linear biases 0; padded
-  // vocabulary rows 0.
+  // vocabulary rows 0. Computed on the host, copied in once per parameter.
   template <class T>
   void init_parameters(uint64_t seed) {
     std::vector<char> is_gain(graph.tensors.size(), 0);
     for (const Op& op : graph.ops)
       if (op.kind == OpKind::layernorm) is_gain[static_cast<size_t>(op.inputs.at(1))] = 1;
+    const std::vector<char> padded = vocabulary_padded_weights();
     constexpr double kStd = 0.02;
     for (const models::Parameter& p : graph.params) {
-      auto w = view<T>(p.master >= 0 ? p.master : p.weight);  // fp32 master under mixed precision
+      const int target = p.master >= 0 ? p.master : p.weight;  // fp32 master under mixed precision
+      std::vector<T> w(static_cast<size_t>(graph.tensor(target).elements()));
       const auto& shape = graph.tensor(p.weight).shape;
       if (is_gain[static_cast<size_t>(p.weight)]) {
         std::fill(w.begin(), w.end(), T(1));
@@ -435,18 +519,23 @@ struct Executor::Impl {
           w[i] = static_cast<T>(kStd * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
         }
       }
+      if (padded[static_cast<size_t>(p.weight)]) {
+        const size_t row = w.size() / static_cast<size_t>(graph.model.padded_vocab_size());
+        std::fill(w.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(graph.model.vocab_size) * row), w.end(), T(0));
+      }
+      write<T>(target, w);
     }
-    zero_vocabulary_padding<T>();
     refresh_weight_copies();
-    std::memset(gradients.data(), 0, gradients.bytes());
+    backend->fill_zero(DeviceSpan::of(gradients));
   }
 
   // Rows ≥ vocab_size of the word table and the MLM decoder bias are GEMM padding (never looked up, left out
   // of the softmax): start them at 0 so they stay 0 (their gradient is 0) and do not count in LAMB's ‖w‖.
-  template <class T>
-  void zero_vocabulary_padding() {
+  // Per tensor id: whether it is such a weight.
+  std::vector<char> vocabulary_padded_weights() const {
+    std::vector<char> padded_weight(graph.tensors.size(), 0);
     const int64_t vocab = graph.model.vocab_size, padded = graph.model.padded_vocab_size();
-    if (padded == vocab) return;
+    if (padded == vocab) return padded_weight;
     std::vector<int> tables;
     for (const Op& op : graph.ops) {
       if (op.kind == OpKind::embedding && op.inputs.at(1) == graph.inputs.input_ids) tables.push_back(op.inputs[0]);
@@ -458,12 +547,9 @@ struct Executor::Impl {
     }
     for (int id : tables) {
       const models::Tensor& t = graph.tensor(id);
-      if (t.role != TensorRole::weight || t.shape.empty() || t.shape[0] != padded) continue;
-      const int master = graph.params.at(static_cast<size_t>(t.param_index)).master;
-      auto w = view<T>(master >= 0 ? master : id);
-      const size_t row = w.size() / static_cast<size_t>(padded);
-      std::fill(w.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(vocab) * row), w.end(), T(0));
+      if (t.role == TensorRole::weight && !t.shape.empty() && t.shape[0] == padded) padded_weight[static_cast<size_t>(id)] = 1;
     }
+    return padded_weight;
   }
 };
 
@@ -473,36 +559,60 @@ Executor::~Executor() = default;
 
 const models::TaskGraph& Executor::graph() const { return impl_->graph; }
 const models::MemoryPlan& Executor::plan() const { return impl_->plan; }
-size_t Executor::allocated_activation_bytes() const { return impl_->arena.bytes(); }
+size_t Executor::allocated_activation_bytes() const { return impl_->arena.bytes; }
 ComputeType Executor::compute() const { return impl_->options.compute; }
+Backend& Executor::backend() { return *impl_->backend; }
 
 void Executor::init_parameters(uint64_t seed) {
   if (impl_->options.compute == ComputeType::f64) impl_->init_parameters<double>(seed);
   else impl_->init_parameters<float>(seed);
 }
 
-std::span<float> Executor::f32(int tensor_id) {
-  const auto& t = impl_->graph.tensor(tensor_id);
-  if (impl_->options.compute != ComputeType::f32 || !is_float(t.dtype))
-    throw std::invalid_argument(fmt::format("tensor {} ({}) is not stored as f32 by this executor", t.name,
-                                            models::to_string(t.dtype)));
-  return impl_->view<float>(tensor_id);
+namespace {
+template <class T>
+void check_read_type(const models::Tensor& t, ComputeType compute) {
+  bool ok = false;
+  if constexpr (std::is_same_v<T, float>) ok = compute == ComputeType::f32 && is_float(t.dtype);
+  else if constexpr (std::is_same_v<T, double>) ok = compute == ComputeType::f64 && is_float(t.dtype);
+  else ok = t.dtype == DType::i32;
+  if (!ok)
+    throw std::invalid_argument(fmt::format("tensor {} ({}) is not stored as {} by this executor (compute {})", t.name,
+                                            models::to_string(t.dtype),
+                                            std::is_same_v<T, float> ? "f32" : std::is_same_v<T, double> ? "f64" : "i32",
+                                            compute == ComputeType::f64 ? "f64" : "f32"));
 }
-std::span<double> Executor::f64(int tensor_id) {
-  const auto& t = impl_->graph.tensor(tensor_id);
-  if (impl_->options.compute != ComputeType::f64 || !is_float(t.dtype))
-    throw std::invalid_argument(fmt::format("tensor {} ({}) is not stored as f64 by this executor", t.name,
-                                            models::to_string(t.dtype)));
-  return impl_->view<double>(tensor_id);
+}  // namespace
+
+template <class T>
+std::vector<T> Executor::read_tensor(int tensor_id) {
+  check_read_type<T>(impl_->graph.tensor(tensor_id), impl_->options.compute);
+  return impl_->read<T>(tensor_id);
 }
-std::span<int32_t> Executor::i32(int tensor_id) {
-  const auto& t = impl_->graph.tensor(tensor_id);
-  if (t.dtype != DType::i32)
-    throw std::invalid_argument(fmt::format("tensor {} is {}, not i32", t.name, models::to_string(t.dtype)));
-  return impl_->view<int32_t>(tensor_id);
+template <class T>
+void Executor::write_tensor(int tensor_id, std::span<const T> values) {
+  check_read_type<T>(impl_->graph.tensor(tensor_id), impl_->options.compute);
+  impl_->write<T>(tensor_id, values);
+}
+template std::vector<float> Executor::read_tensor<float>(int);
+template std::vector<double> Executor::read_tensor<double>(int);
+template std::vector<int32_t> Executor::read_tensor<int32_t>(int);
+template void Executor::write_tensor<float>(int, std::span<const float>);
+template void Executor::write_tensor<double>(int, std::span<const double>);
+template void Executor::write_tensor<int32_t>(int, std::span<const int32_t>);
+
+bool Executor::has_scalar_output(int tensor_id) const {
+  return tensor_id >= 0 && static_cast<size_t>(tensor_id) < impl_->scalar_slot.size() &&
+         impl_->scalar_slot[static_cast<size_t>(tensor_id)] >= 0;
+}
+double Executor::scalar_output(int tensor_id) const {
+  if (!has_scalar_output(tensor_id))
+    throw std::invalid_argument(fmt::format("tensor {} is not a scalar the executor keeps (the loss or a "
+                                            "cross_entropy loss)",
+                                            tensor_id));
+  return impl_->scalar_values[static_cast<size_t>(impl_->scalar_slot[static_cast<size_t>(tensor_id)])];
 }
 
-void Executor::zero_gradients() { std::memset(impl_->gradients.data(), 0, impl_->gradients.bytes()); }
+void Executor::zero_gradients() { impl_->backend->fill_zero(DeviceSpan::of(impl_->gradients)); }
 
 double Executor::run_micro_step(int64_t step, int64_t micro_step) { return impl_->run_micro_step(step, micro_step); }
 
@@ -510,9 +620,14 @@ void Executor::run_step_tail(Communicator* comm, Optimizer* optimizer, double lr
   impl_->run_step_tail(comm, optimizer, lr, loss_scale);
 }
 
-std::span<float> Executor::parameter_f32(size_t param_index) {
+std::vector<float> Executor::read_parameter(size_t param_index) {
   const models::Parameter& p = impl_->graph.params.at(param_index);
-  return f32(p.master >= 0 ? p.master : p.weight);
+  return read_tensor<float>(p.master >= 0 ? p.master : p.weight);
+}
+void Executor::write_parameter(size_t param_index, std::span<const float> values) {
+  const models::Parameter& p = impl_->graph.params.at(param_index);
+  write_tensor<float>(p.master >= 0 ? p.master : p.weight, values);
+  impl_->refresh_weight_copy(p);
 }
 void Executor::refresh_weight_copies() { impl_->refresh_weight_copies(); }
 
@@ -526,12 +641,16 @@ void Executor::reset_timers() {
 std::vector<ParamSlot> Executor::param_slots() {
   if (impl_->options.compute != ComputeType::f32)
     throw InputError("optimizer slots need f32 compute (ComputeType::f64 is for gradient checks)");
+  if (!impl_->backend->host_addressable())
+    throw InputError(fmt::format("the host optimizer needs host-addressable memory; backend {} runs its own",
+                                 impl_->backend->name()));
   std::vector<ParamSlot> slots;
   for (const models::Parameter& p : impl_->graph.params) {
     ParamSlot s;
     s.name = p.name;
-    s.weight = f32(p.master >= 0 ? p.master : p.weight).data();  // the optimizer updates the fp32 master
-    s.grad = f32(p.gradient).data();
+    // The optimizer updates the fp32 master in place: host memory of the CPU backend.
+    s.weight = static_cast<float*>(impl_->backend->kernel_address(impl_->span_of(p.master >= 0 ? p.master : p.weight)));
+    s.grad = static_cast<const float*>(impl_->backend->kernel_address(impl_->span_of(p.gradient)));
     s.n = static_cast<size_t>(p.elements);
     s.decay = p.decay;
     slots.push_back(std::move(s));

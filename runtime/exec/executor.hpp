@@ -1,8 +1,11 @@
-// runtime/exec/executor.hpp — executes a TaskGraph for real: allocates its tensors from the memory plan
-// (one activation arena at the plan's offsets; persistent buffers for weights/gradients), runs the ops of
-// one micro-step in order through a Backend, times every op (same op ids as the simulator), and runs the
-// step tail (gradient all-reduce through a Communicator, global norm, optimizer updates by bucket).
-// Not here: kernels (runtime/exec/cpu_backend.*), data loading, the training loop (runtime/train/).
+// runtime/exec/executor.hpp — executes a TaskGraph for real: has the Backend (made once from
+// ExecutorOptions::backend) allocate its tensors as the memory plan lays them out (one activation arena at
+// the plan's offsets; flat weight, gradient, master and input buffers with a view per tensor), runs the ops
+// of one micro-step in order through the Backend, times every op with backend events (same op ids as the
+// simulator), and runs the step tail (gradient all-reduce through a Communicator, global norm, optimizer
+// updates by bucket). Callers move values only through explicit copies (read_/write_tensor, _parameter).
+// Not here: kernels and memory (runtime/exec/backend.hpp, cpu_*), data loading, the training loop
+// (runtime/train/).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -14,28 +17,26 @@
 
 #include "models/memory_plan.hpp"
 #include "models/task_graph.hpp"
+#include "runtime/exec/device_types.hpp"  // defines: ComputeType, BackendKind
 
 namespace ptsim::runtime {
 
 class Optimizer;     // runtime/optim/optimizer.hpp
 struct ParamSlot;    // runtime/optim/optimizer.hpp
 class Communicator;  // runtime/comm/communicator.hpp
-
-// Scalar type the CPU backend computes in: fp32 for training, fp64 for finite-difference checks.
-// Every float tensor is stored in this type. A graph built with precision bf16/fp16 runs with f32 only: its
-// 16-bit tensors are stored as fp32 values rounded to f16/bf16 after every write (runtime/exec/precision.hpp),
-// with fp32 master weights; the arena is planned for what is stored (cpu_storage_graph). f64 needs an fp32
-// graph (the arena and every offset are scaled by 2). See docs/executor.md.
-enum class ComputeType { f32, f64 };
+class Backend;       // runtime/exec/backend.hpp
 
 struct ExecutorOptions {
+  BackendKind backend = BackendKind::cpu;  // made once, by make_backend (backend.hpp)
   ComputeType compute = ComputeType::f32;
   uint64_t seed = 1234;        // dropout streams: hash(seed, step, micro_step, op.attrs.rng_stream)
   bool time_ops = true;        // measure every op's wall time
-  int threads = 0;             // GEMM threads (OpenBLAS, Eigen with OpenMP); 0 = the libraries' defaults
+  int threads = 0;             // GEMM threads (OpenBLAS, Eigen with OpenMP; 0 = the libraries' defaults) and
+                               // the CPU backend's step-tail passes (cpu::vector_pass_threads of it)
   // Called after every body op (forward, recompute, backward) with the op just run, while its outputs still
   // hold their values: the memory plan may reuse an activation's bytes once its last reader has run, so
-  // this is where a check reads intermediate tensors such as the MLM logits (tests/runtime/golden/).
+  // this is where a check copies out intermediate tensors such as the MLM logits (read_tensor;
+  // tests/runtime/golden/).
   std::function<void(const models::Op&)> after_op;
   // Polled between the ops of a micro-step (never in the step tail, where the optimizer updates weights in
   // place): when it returns true, run_micro_step throws MicroStepAbandoned. Null: never polled. The
@@ -67,17 +68,28 @@ class Executor {
   // Parameters: BERT/GPT-2 init (normal(0, 0.02) for matrices and embeddings, LayerNorm weight 1, biases 0),
   // into the fp32 masters under mixed precision, then the 16-bit weight copies are refreshed from them.
   void init_parameters(uint64_t seed);
+
+  // ---- values in and out: explicit copies through the backend (no caller holds a pointer into storage) ----
   // The fp32 values of graph.params[i] that the optimizer updates and a checkpoint stores: its master weight
-  // under bf16/fp16, the weight itself under fp32. After writing them (checkpoint restore), call
-  // refresh_weight_copies() so the 16-bit copies the ops read follow (no-op under fp32).
-  std::span<float> parameter_f32(size_t param_index);
+  // under bf16/fp16, the weight itself under fp32. write_parameter also refreshes the 16-bit weight copy the
+  // ops read (no-op under fp32). f32 compute only; `values` must have the parameter's element count.
+  std::vector<float> read_parameter(size_t param_index);
+  void write_parameter(size_t param_index, std::span<const float> values);
+  // Recomputes every 16-bit weight copy from its fp32 master (no-op under fp32).
   void refresh_weight_copies();
-  // Host views of a tensor's storage, in the executor's compute type (f32 or f64) or int32 for inputs.
-  // f16/bf16 tensors are viewed as f32 too: their storage holds the 16-bit values (a value written here is
-  // read by the next op as written; the executor rounds only what ops write).
-  std::span<float> f32(int tensor_id);
-  std::span<double> f64(int tensor_id);
-  std::span<int32_t> i32(int tensor_id);
+  // A tensor's values: T = float under f32 compute, double under f64 (any float tensor; f16/bf16 tensors hold
+  // 16-bit values in fp32 storage: a value written here is read by the next op as written, the executor
+  // rounds only what ops write), int32_t for i32 tensors (inputs). Throws std::invalid_argument for another
+  // T, a tensor without storage, or (write) a size that is not the tensor's element count.
+  template <class T>
+  std::vector<T> read_tensor(int tensor_id);
+  template <class T>
+  void write_tensor(int tensor_id, std::span<const T> values);
+  // The value the last micro-step gave a scalar the executor keeps: graph.loss_tensor and the loss output of
+  // every cross_entropy op (e.g. "cls.predictions.loss"), copied into a small buffer as they are produced
+  // and read back with one copy per micro-step. Throws std::invalid_argument for any other tensor.
+  double scalar_output(int tensor_id) const;
+  bool has_scalar_output(int tensor_id) const;
 
   void zero_gradients();
   // One micro-step: forward, (recompute), backward. Inputs must have been filled via i32(...) / f32/f64(loss_grad).
@@ -102,9 +114,10 @@ class Executor {
 
   // ---- additions (runtime/exec) ----
   ComputeType compute() const;
+  Backend& backend();
   // One ParamSlot per graph.params[i] (slot i), pointing at this executor's weight and gradient storage:
-  // what to build the Optimizer from (the fp32 masters under bf16/fp16). f32 compute only (throws
-  // core::InputError for f64).
+  // what to build the Optimizer from (the fp32 masters under bf16/fp16). f32 compute on a host-addressable
+  // backend only (throws core::InputError for f64 or a device backend).
   std::vector<ParamSlot> param_slots();
   // The global gradient L2 norm the last run_step_tail computed (by the grad_norm op, or before the first
   // update when the graph has none; NaN when neither ran), and whether that tail skipped the optimizer

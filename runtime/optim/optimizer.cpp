@@ -1,6 +1,7 @@
 // runtime/optim/optimizer.cpp — AdamW, NVLAMB, LANS and SGD on flat fp32 tensors (CPU reference).
-// Element-wise arithmetic is in fp32, as NVIDIA apex's multi_tensor_lamb does (MATH_T = float); norms are
-// accumulated in double so that they do not depend on the order of a parallel reduction as much.
+// Element-wise arithmetic is in fp32 (optimizer_math.hpp), as NVIDIA apex's multi_tensor_lamb does
+// (MATH_T = float); norms are accumulated in double per fixed chunk, and the chunks' sums added in chunk
+// order, so a multithreaded pass gives the same bits as a single-threaded one.
 #include "runtime/optim/optimizer.hpp"
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 #include <unordered_set>
 
 #include "core/error.hpp"
+#include "runtime/exec/cpu_parallel.hpp"  // defines: for_each_chunk, kChunkElements
 
 namespace ptsim::runtime {
 using core::InputError;
@@ -75,32 +77,43 @@ void check_slots(const std::vector<ParamSlot>& slots) {
   }
 }
 
-// The fp32 coefficients of one Adam-style step t (shared by AdamW, LAMB and LANS).
-struct AdamCoefficients {
-  float b1, b2, one_minus_b1, one_minus_b2, bc1, bc2, eps, lambda;
-  AdamCoefficients(const OptimizerConfig& config, int64_t step, bool decay) {
-    const double t = static_cast<double>(step);
-    b1 = static_cast<float>(config.beta1);
-    b2 = static_cast<float>(config.beta2);
-    // 1 − β in double, then rounded: 1.0f − 0.999f would carry 0.999f's rounding error (1.3e-5 relative).
-    one_minus_b1 = static_cast<float>(1.0 - config.beta1);
-    one_minus_b2 = static_cast<float>(1.0 - config.beta2);
-    bc1 = static_cast<float>(1.0 - std::pow(config.beta1, t));
-    bc2 = static_cast<float>(1.0 - std::pow(config.beta2, t));
-    eps = static_cast<float>(config.eps);
-    lambda = decay ? static_cast<float>(config.weight_decay) : 0.0f;
-  }
-};
+using optim_math::AdamStep;
+using optim_math::StepInputs;
 
-double norm_of(const float* x, std::size_t n) {
-  double sum = 0.0;
-  for (std::size_t k = 0; k < n; ++k) sum += static_cast<double>(x[k]) * x[k];
-  return std::sqrt(sum);
+// The fp32 coefficients of one Adam-style step t (shared by AdamW, LAMB and LANS).
+AdamStep adam_step(const OptimizerConfig& config, int64_t step, bool decay) {
+  const double t = static_cast<double>(step);
+  AdamStep c{};
+  c.b1 = static_cast<float>(config.beta1);
+  c.b2 = static_cast<float>(config.beta2);
+  // 1 − β in double, then rounded: 1.0f − 0.999f would carry 0.999f's rounding error (1.3e-5 relative).
+  c.one_minus_b1 = static_cast<float>(1.0 - config.beta1);
+  c.one_minus_b2 = static_cast<float>(1.0 - config.beta2);
+  c.bc1 = static_cast<float>(1.0 - std::pow(config.beta1, t));
+  c.bc2 = static_cast<float>(1.0 - std::pow(config.beta2, t));
+  c.eps = static_cast<float>(config.eps);
+  c.lambda = decay ? static_cast<float>(config.weight_decay) : 0.0f;
+  return c;
 }
 
-// Trust ratio ‖w‖/‖u‖, 1 where either norm is 0 (apex multi_tensor_lamb stage 2).
-double trust_ratio(double w_norm, double u_norm) {
-  return (w_norm > 0.0 && u_norm > 0.0) ? w_norm / u_norm : 1.0;
+// One fixed chunk of one slot: elements [begin, end) of slot `slot` (index into the optimizer's slots).
+struct Chunk {
+  std::size_t slot, begin, end;
+};
+// The listed slots cut into cpu::kChunkElements pieces, slot by slot: the multi-tensor work list. Chunk
+// boundaries depend only on the tensor sizes, so per-slot sums over it are independent of threads.
+std::vector<Chunk> chunks_of(std::span<const std::size_t> slots, const std::vector<ParamSlot>& all) {
+  std::vector<Chunk> chunks;
+  for (std::size_t i : slots)
+    for (std::size_t at = 0; at < all[i].n; at += cpu::kChunkElements)
+      chunks.push_back({i, at, std::min(all[i].n, at + cpu::kChunkElements)});
+  return chunks;
+}
+// Per slot (indexed like the optimizer's slots): the sum of `partial` over its chunks, in chunk order.
+std::vector<double> per_slot_sum(const std::vector<Chunk>& chunks, const std::vector<double>& partial, std::size_t slots) {
+  std::vector<double> sum(slots, 0.0);
+  for (std::size_t k = 0; k < chunks.size(); ++k) sum[chunks[k].slot] += partial[k];
+  return sum;
 }
 
 }  // namespace
@@ -150,8 +163,8 @@ void Optimizer::update(std::span<const std::size_t> slot_indices) {
     if (updated_[i]) throw std::logic_error(fmt::format("Optimizer::update: slot '{}' updated twice in one step",
                                                         slots_[i].name));
     updated_[i] = 1;
-    update_slot(i);
   }
+  update_slots(slot_indices, StepInputs{lr_, current_t(), clip_divisor_});
 }
 
 void Optimizer::update_all() {
@@ -249,22 +262,18 @@ AdamW::AdamW(OptimizerConfig config, std::vector<ParamSlot> slots) : Optimizer(c
   init_state();
 }
 
-void AdamW::update_slot(std::size_t i) {
-  const ParamSlot& s = slots_[i];
-  float* m = state_[i][0].data();
-  float* v = state_[i][1].data();
-  const AdamCoefficients c(config_, current_t(), s.decay);
-  const float b1 = c.b1, b2 = c.b2, one_minus_b1 = c.one_minus_b1, one_minus_b2 = c.one_minus_b2;
-  const float bc1 = c.bc1, bc2 = c.bc2, eps = c.eps, lambda = c.lambda;
-  const float lr = static_cast<float>(lr_);
-  const float clip = static_cast<float>(clip_divisor_);
-  for (std::size_t k = 0; k < s.n; ++k) {
-    const float g = s.grad[k] / clip;
-    m[k] = b1 * m[k] + one_minus_b1 * g;
-    v[k] = b2 * v[k] + one_minus_b2 * g * g;
-    const float u = (m[k] / bc1) / (std::sqrt(v[k] / bc2) + eps) + lambda * s.weight[k];
-    s.weight[k] -= lr * u;
-  }
+void AdamW::update_slots(std::span<const std::size_t> slots, const StepInputs& in) {
+  const AdamStep decay = adam_step(config_, in.t, true), no_decay = adam_step(config_, in.t, false);
+  const float lr = static_cast<float>(in.lr), clip = static_cast<float>(in.clip_divisor);
+  const std::vector<Chunk> chunks = chunks_of(slots, slots_);
+  cpu::for_each_chunk(chunks.size(), threads_, [&](std::size_t k) {
+    const Chunk& ch = chunks[k];
+    const ParamSlot& s = slots_[ch.slot];
+    float* m = state_[ch.slot][0].data();
+    float* v = state_[ch.slot][1].data();
+    const AdamStep& c = s.decay ? decay : no_decay;
+    for (std::size_t e = ch.begin; e < ch.end; ++e) optim_math::adamw_element(s.weight[e], s.grad[e], m[e], v[e], c, lr, clip);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -274,35 +283,46 @@ Lamb::Lamb(OptimizerConfig config, std::vector<ParamSlot> slots) : Optimizer(con
   init_state();
 }
 
-void Lamb::update_slot(std::size_t i) {
-  const ParamSlot& s = slots_[i];
-  float* m = state_[i][0].data();
-  float* v = state_[i][1].data();
-  const AdamCoefficients c(config_, current_t(), s.decay);
-  const float b1 = c.b1, b2 = c.b2, one_minus_b1 = c.one_minus_b1, one_minus_b2 = c.one_minus_b2;
-  const float bc1 = c.bc1, bc2 = c.bc2, eps = c.eps, lambda = c.lambda;
-  const float clip = static_cast<float>(clip_divisor_);
-  // u from the (already updated) moments and the old weight; used identically in both passes.
-  auto u_at = [&](std::size_t k) { return (m[k] / bc1) / (std::sqrt(v[k] / bc2) + eps) + lambda * s.weight[k]; };
-  // Pass 1 (apex stage 1): moments, and ‖u‖, ‖w‖ with the weights still unchanged.
-  double u_sq = 0.0, w_sq = 0.0;
-  for (std::size_t k = 0; k < s.n; ++k) {
-    const float g = s.grad[k] / clip;
-    m[k] = b1 * m[k] + one_minus_b1 * g;
-    v[k] = b2 * v[k] + one_minus_b2 * g * g;
-    const float u = u_at(k);
-    u_sq += static_cast<double>(u) * u;
-    w_sq += static_cast<double>(s.weight[k]) * s.weight[k];
+void Lamb::update_slots(std::span<const std::size_t> slots, const StepInputs& in) {
+  const AdamStep decay = adam_step(config_, in.t, true), no_decay = adam_step(config_, in.t, false);
+  const float clip = static_cast<float>(in.clip_divisor);
+  const std::vector<Chunk> chunks = chunks_of(slots, slots_);
+  // Pass 1 (apex stage 1): moments, and per chunk Σu², Σw² with the weights still unchanged.
+  std::vector<double> u_part(chunks.size()), w_part(chunks.size());
+  cpu::for_each_chunk(chunks.size(), threads_, [&](std::size_t k) {
+    const Chunk& ch = chunks[k];
+    const ParamSlot& s = slots_[ch.slot];
+    float* m = state_[ch.slot][0].data();
+    float* v = state_[ch.slot][1].data();
+    const AdamStep& c = s.decay ? decay : no_decay;
+    double u_sq = 0.0, w_sq = 0.0;
+    for (std::size_t e = ch.begin; e < ch.end; ++e) {
+      const float u = optim_math::lamb_moments_and_direction(s.weight[e], s.grad[e], m[e], v[e], c, clip);
+      u_sq += static_cast<double>(u) * u;
+      w_sq += static_cast<double>(s.weight[e]) * s.weight[e];
+    }
+    u_part[k] = u_sq;
+    w_part[k] = w_sq;
+  });
+  // Per tensor: w ← w − η·ratio·u; ratio on every tensor (NVLAMB) or, with use_nvlamb = false, only where
+  // λ ≠ 0 (apex: `if (use_nvlamb || decay != 0)`).
+  const std::vector<double> u_sq = per_slot_sum(chunks, u_part, slots_.size());
+  const std::vector<double> w_sq = per_slot_sum(chunks, w_part, slots_.size());
+  std::vector<float> step(slots_.size(), 0.0f);
+  for (std::size_t i : slots) {
+    const bool apply_ratio = config_.use_nvlamb || (slots_[i].decay ? decay : no_decay).lambda != 0.0f;
+    step[i] = static_cast<float>(
+        in.lr * (apply_ratio ? optim_math::trust_ratio(std::sqrt(w_sq[i]), std::sqrt(u_sq[i])) : 1.0));
   }
-  // Pass 2 (apex stage 2): w ← w − η·ratio·u; ratio on every tensor (NVLAMB) or, with use_nvlamb = false,
-  // only where λ ≠ 0 (apex: `if (use_nvlamb || decay != 0)`).
-  const bool apply_ratio = config_.use_nvlamb || lambda != 0.0f;
-  const float step =
-      static_cast<float>(lr_ * (apply_ratio ? trust_ratio(std::sqrt(w_sq), std::sqrt(u_sq)) : 1.0));
-  for (std::size_t k = 0; k < s.n; ++k) {
-    const float u = u_at(k);
-    s.weight[k] -= step * u;
-  }
+  // Pass 2 (apex stage 2).
+  cpu::for_each_chunk(chunks.size(), threads_, [&](std::size_t k) {
+    const Chunk& ch = chunks[k];
+    const ParamSlot& s = slots_[ch.slot];
+    const float* m = state_[ch.slot][0].data();
+    const float* v = state_[ch.slot][1].data();
+    const AdamStep& c = s.decay ? decay : no_decay;
+    for (std::size_t e = ch.begin; e < ch.end; ++e) optim_math::lamb_apply(s.weight[e], m[e], v[e], c, step[ch.slot]);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -312,42 +332,62 @@ Lans::Lans(OptimizerConfig config, std::vector<ParamSlot> slots) : Optimizer(con
   init_state();
 }
 
-void Lans::update_slot(std::size_t i) {
-  const ParamSlot& s = slots_[i];
-  float* m = state_[i][0].data();
-  float* v = state_[i][1].data();
-  const AdamCoefficients c(config_, current_t(), s.decay);
-  const float b1 = c.b1, b2 = c.b2, one_minus_b1 = c.one_minus_b1, one_minus_b2 = c.one_minus_b2;
-  const float bc1 = c.bc1, bc2 = c.bc2, eps = c.eps, lambda = c.lambda;
-  // Pass 0: ‖g‖ and ‖w‖ of this block. A zero gradient block gives ĝ = 0 (no division by zero): the
-  // moments then just decay and the step continues from them, as a zero Adam gradient would.
-  const double g_norm = norm_of(s.grad, s.n);
-  const double w_norm = norm_of(s.weight, s.n);
-  const float inv_g_norm = g_norm > 0.0 ? static_cast<float>(1.0 / g_norm) : 0.0f;
-  auto ghat_at = [&](std::size_t k) { return s.grad[k] * inv_g_norm; };
-  auto denom_at = [&](std::size_t k) { return std::sqrt(v[k] / bc2) + eps; };
+void Lans::update_slots(std::span<const std::size_t> slots, const StepInputs& in) {
+  const AdamStep decay = adam_step(config_, in.t, true), no_decay = adam_step(config_, in.t, false);
+  const std::vector<Chunk> chunks = chunks_of(slots, slots_);
+  const std::size_t n_slots = slots_.size();
+  // Pass 0: ‖g‖ and ‖w‖ per tensor. A zero gradient tensor gives ĝ = 0 (no division by zero): the moments
+  // then just decay and the step continues from them, as a zero Adam gradient would.
+  std::vector<double> g_part(chunks.size()), w_part(chunks.size());
+  cpu::for_each_chunk(chunks.size(), threads_, [&](std::size_t k) {
+    const Chunk& ch = chunks[k];
+    const ParamSlot& s = slots_[ch.slot];
+    double g_sq = 0.0, w_sq = 0.0;
+    for (std::size_t e = ch.begin; e < ch.end; ++e) {
+      g_sq += static_cast<double>(s.grad[e]) * s.grad[e];
+      w_sq += static_cast<double>(s.weight[e]) * s.weight[e];
+    }
+    g_part[k] = g_sq;
+    w_part[k] = w_sq;
+  });
+  const std::vector<double> g_sq = per_slot_sum(chunks, g_part, n_slots), w_sq = per_slot_sum(chunks, w_part, n_slots);
+  std::vector<float> inv_g_norm(n_slots, 0.0f);
+  for (std::size_t i : slots) inv_g_norm[i] = g_sq[i] > 0.0 ? static_cast<float>(1.0 / std::sqrt(g_sq[i])) : 0.0f;
   // Pass 1: moments on ĝ, then ‖r + λw‖ and ‖c + λw‖ with the weights still unchanged.
-  double ur_sq = 0.0, uc_sq = 0.0;
-  for (std::size_t k = 0; k < s.n; ++k) {
-    const float gh = ghat_at(k);
-    m[k] = b1 * m[k] + one_minus_b1 * gh;
-    v[k] = b2 * v[k] + one_minus_b2 * gh * gh;
-    const float d = denom_at(k);
-    const float ur = (m[k] / bc1) / d + lambda * s.weight[k];
-    const float uc = gh / d + lambda * s.weight[k];
-    ur_sq += static_cast<double>(ur) * ur;
-    uc_sq += static_cast<double>(uc) * uc;
-  }
+  std::vector<double> r_part(chunks.size()), c_part(chunks.size());
+  cpu::for_each_chunk(chunks.size(), threads_, [&](std::size_t k) {
+    const Chunk& ch = chunks[k];
+    const ParamSlot& s = slots_[ch.slot];
+    float* m = state_[ch.slot][0].data();
+    float* v = state_[ch.slot][1].data();
+    const AdamStep& c = s.decay ? decay : no_decay;
+    double ur_sq = 0.0, uc_sq = 0.0;
+    for (std::size_t e = ch.begin; e < ch.end; ++e) {
+      float ur = 0.0f, uc = 0.0f;
+      optim_math::lans_moments_and_directions(s.weight[e], s.grad[e], inv_g_norm[ch.slot], m[e], v[e], c, ur, uc);
+      ur_sq += static_cast<double>(ur) * ur;
+      uc_sq += static_cast<double>(uc) * uc;
+    }
+    r_part[k] = ur_sq;
+    c_part[k] = uc_sq;
+  });
+  const std::vector<double> ur_sq = per_slot_sum(chunks, r_part, n_slots), uc_sq = per_slot_sum(chunks, c_part, n_slots);
   // Pass 2: w ← w − η·β1·ratio_r·(r+λw) − η·(1−β1)·ratio_c·(c+λw).
-  const float step_r = static_cast<float>(lr_ * config_.beta1 * trust_ratio(w_norm, std::sqrt(ur_sq)));
-  const float step_c = static_cast<float>(lr_ * (1.0 - config_.beta1) * trust_ratio(w_norm, std::sqrt(uc_sq)));
-  for (std::size_t k = 0; k < s.n; ++k) {
-    const float gh = ghat_at(k);
-    const float d = denom_at(k);
-    const float ur = (m[k] / bc1) / d + lambda * s.weight[k];
-    const float uc = gh / d + lambda * s.weight[k];
-    s.weight[k] = s.weight[k] - step_r * ur - step_c * uc;
+  std::vector<float> step_r(n_slots, 0.0f), step_c(n_slots, 0.0f);
+  for (std::size_t i : slots) {
+    const double w_norm = std::sqrt(w_sq[i]);
+    step_r[i] = static_cast<float>(in.lr * config_.beta1 * optim_math::trust_ratio(w_norm, std::sqrt(ur_sq[i])));
+    step_c[i] = static_cast<float>(in.lr * (1.0 - config_.beta1) * optim_math::trust_ratio(w_norm, std::sqrt(uc_sq[i])));
   }
+  cpu::for_each_chunk(chunks.size(), threads_, [&](std::size_t k) {
+    const Chunk& ch = chunks[k];
+    const ParamSlot& s = slots_[ch.slot];
+    const float* m = state_[ch.slot][0].data();
+    const float* v = state_[ch.slot][1].data();
+    const AdamStep& c = s.decay ? decay : no_decay;
+    for (std::size_t e = ch.begin; e < ch.end; ++e)
+      optim_math::lans_apply(s.weight[e], s.grad[e], inv_g_norm[ch.slot], m[e], v[e], c, step_r[ch.slot], step_c[ch.slot]);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -357,18 +397,17 @@ Sgd::Sgd(OptimizerConfig config, std::vector<ParamSlot> slots) : Optimizer(confi
   init_state();
 }
 
-void Sgd::update_slot(std::size_t i) {
-  const ParamSlot& s = slots_[i];
-  float* b = state_[i][0].data();
+void Sgd::update_slots(std::span<const std::size_t> slots, const StepInputs& in) {
   const float mu = static_cast<float>(config_.momentum);
-  const float lambda = s.decay ? static_cast<float>(config_.weight_decay) : 0.0f;
-  const float lr = static_cast<float>(lr_);
-  const float clip = static_cast<float>(clip_divisor_);
-  for (std::size_t k = 0; k < s.n; ++k) {
-    const float d = s.grad[k] / clip + lambda * s.weight[k];
-    b[k] = mu * b[k] + d;
-    s.weight[k] -= lr * b[k];
-  }
+  const float lr = static_cast<float>(in.lr), clip = static_cast<float>(in.clip_divisor);
+  const std::vector<Chunk> chunks = chunks_of(slots, slots_);
+  cpu::for_each_chunk(chunks.size(), threads_, [&](std::size_t k) {
+    const Chunk& ch = chunks[k];
+    const ParamSlot& s = slots_[ch.slot];
+    float* b = state_[ch.slot][0].data();
+    const float lambda = s.decay ? static_cast<float>(config_.weight_decay) : 0.0f;
+    for (std::size_t e = ch.begin; e < ch.end; ++e) optim_math::sgd_element(s.weight[e], s.grad[e], b[e], mu, lambda, lr, clip);
+  });
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, std::vector<ParamSlot> slots) {

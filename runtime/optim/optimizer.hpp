@@ -4,9 +4,14 @@
 // and updates weights in place from gradients it only reads. Formulas and sources:
 // docs/optimizers-and-checkpoints.md (which names the primary sources: torch.optim, NVIDIA apex FusedLAMB,
 // DeepLearningExamples BERT, the LANS paper); tests/runtime/golden/ checks AdamW and NVLAMB against PyTorch.
+// Each update is multi-tensor shaped (apex multi_tensor_apply): the listed slots are cut into fixed chunks
+// (runtime/exec/cpu_parallel.hpp) that run on set_threads() threads; per-tensor norms add the chunks' partial
+// sums in chunk order, so results do not depend on the thread count or scheduling. The per-element maths is
+// runtime/optim/optimizer_math.hpp, which a GPU multi-tensor kernel includes; the learning rate, step number
+// and clip divisor reach it as optim_math::StepInputs, not as state read inside the loop.
 // Not here: mixed precision (the executor keeps fp32 master weights and hands them in as ParamSlots,
-// unscales gradients and skips steps with non-finite gradients), GPU kernels (they must match update_slot
-// of the matching class here), learning-rate schedules (lr_schedule.hpp).
+// unscales gradients and skips steps with non-finite gradients), GPU kernels, learning-rate schedules
+// (lr_schedule.hpp).
 //
 // Two call shapes, equivalent to the bit:
 //   opt.step(lr, norm);                                       // all tensors at once
@@ -25,6 +30,7 @@
 #include <vector>
 
 #include "models/recipe.hpp"  // defines: OptimizerKind
+#include "runtime/optim/optimizer_math.hpp"  // defines: StepInputs
 
 namespace ptsim::runtime {
 
@@ -89,6 +95,8 @@ class Optimizer {
   void step(double lr, std::optional<double> global_grad_norm = std::nullopt);
 
   int64_t step_count() const { return step_count_; }   // completed steps
+  // Threads for the update passes (≤ 1: the calling thread). Results are identical for any count.
+  void set_threads(int threads) { threads_ = threads > 1 ? threads : 1; }
   // Global norm used by the current/last step (NaN when the optimizer did not need it), and the factor
   // the gradient was divided by (1 when not clipped). For logging.
   double last_grad_norm() const { return grad_norm_; }
@@ -109,8 +117,8 @@ class Optimizer {
   virtual std::vector<std::string> state_names() const = 0;
 
  protected:
-  // Apply the current step to slot i; current_t() is the 1-based step number (for bias correction).
-  virtual void update_slot(std::size_t i) = 0;
+  // Apply one step to the listed slots (each once), with this step's inputs (lr, 1-based t, clip divisor).
+  virtual void update_slots(std::span<const std::size_t> slots, const optim_math::StepInputs& in) = 0;
   // Whether this kind uses the global gradient norm (clipping); LANS does not.
   virtual bool uses_global_norm() const { return config_.max_grad_norm > 0.0; }
 
@@ -124,6 +132,7 @@ class Optimizer {
   double grad_norm_ = 0.0;
   double clip_divisor_ = 1.0;  // gradients are divided by this (apex: clipped_global_grad_norm)
   std::vector<char> updated_;  // per slot, this step
+  int threads_ = 1;
 
   int64_t current_t() const { return step_count_ + 1; }
   void init_state();
@@ -136,7 +145,7 @@ class AdamW final : public Optimizer {
   AdamW(OptimizerConfig config, std::vector<ParamSlot> slots);
   std::vector<std::string> state_names() const override { return {"m", "v"}; }
  protected:
-  void update_slot(std::size_t i) override;
+  void update_slots(std::span<const std::size_t> slots, const optim_math::StepInputs& in) override;
 };
 
 // NVLAMB (NVIDIA apex FusedLAMB with use_nvlamb=True): clip by global norm, Adam moments
@@ -148,7 +157,7 @@ class Lamb final : public Optimizer {
   Lamb(OptimizerConfig config, std::vector<ParamSlot> slots);
   std::vector<std::string> state_names() const override { return {"m", "v"}; }
  protected:
-  void update_slot(std::size_t i) override;
+  void update_slots(std::span<const std::size_t> slots, const optim_math::StepInputs& in) override;
 };
 
 // LANS (Zheng et al. 2020), per tensor: ĝ = g/‖g‖ (ĝ = 0 when ‖g‖ = 0), moments on ĝ with bias
@@ -160,7 +169,7 @@ class Lans final : public Optimizer {
   Lans(OptimizerConfig config, std::vector<ParamSlot> slots);
   std::vector<std::string> state_names() const override { return {"m", "v"}; }
  protected:
-  void update_slot(std::size_t i) override;
+  void update_slots(std::span<const std::size_t> slots, const optim_math::StepInputs& in) override;
   bool uses_global_norm() const override { return false; }
 };
 
@@ -170,7 +179,7 @@ class Sgd final : public Optimizer {
   Sgd(OptimizerConfig config, std::vector<ParamSlot> slots);
   std::vector<std::string> state_names() const override { return {"momentum"}; }
  protected:
-  void update_slot(std::size_t i) override;
+  void update_slots(std::span<const std::size_t> slots, const optim_math::StepInputs& in) override;
 };
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, std::vector<ParamSlot> slots);

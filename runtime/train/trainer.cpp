@@ -33,6 +33,7 @@
 #include "runtime/data/tokenizer.hpp"        // defines: hash_to_hex
 #include "runtime/exec/executor.hpp"
 #include "runtime/optim/loss_scaler.hpp"
+#include "runtime/exec/cpu_parallel.hpp"  // defines: vector_pass_threads
 #include "runtime/optim/optimizer.hpp"
 
 namespace ptsim::runtime {
@@ -87,25 +88,6 @@ std::string format_duration(double seconds) {
 // saved with the true vocab size (what transformers' BertForPreTraining expects).
 bool is_vocab_parameter(const std::string& name) {
   return name == "bert.embeddings.word_embeddings.weight" || name == "cls.predictions.bias";
-}
-
-// Whether an activation's bytes still hold its value when the micro-step is over: true when no tensor
-// produced after its last reader is placed over it in the arena (models/memory_plan.hpp). Used to read the
-// MLM and NSP losses (scalars consumed by the "loss" add op) without changing the executor.
-bool survives_micro_step(const models::TaskGraph& g, const models::MemoryPlan& plan, int id) {
-  const size_t i = static_cast<size_t>(id);
-  if (id < 0 || i >= plan.offset.size() || plan.offset[i] < 0) return false;
-  const models::Tensor& t = g.tensor(id);
-  const int death = std::max(plan.last_use[i], t.producer);
-  const int64_t lo = plan.offset[i], hi = lo + t.bytes();
-  for (const models::Tensor& o : g.tensors) {
-    const size_t j = static_cast<size_t>(o.id);
-    if (o.id == id || plan.offset[j] < 0 || o.producer <= death) continue;
-    const models::Phase phase = g.op(o.producer).phase;
-    if (phase == models::Phase::communication || phase == models::Phase::optimizer) continue;  // the tail
-    if (plan.offset[j] < hi && lo < plan.offset[j] + o.bytes()) return false;
-  }
-  return true;
 }
 
 int find_tensor(const models::TaskGraph& g, const std::string& name) {
@@ -334,6 +316,7 @@ class Trainer {
     eo.seed = c_.seed;
     eo.time_ops = true;
     eo.threads = c_.threads;
+    eo.backend = c_.backend;
     // One rank alone may stop between ops; with several, a rank leaving mid-step would leave the others
     // waiting in the gradient all-reduce, so they agree at the step boundary instead (the loop's all-reduce).
     if (world_ == 1) eo.stop_requested = stop_requested;
@@ -342,13 +325,15 @@ class Trainer {
     zero_vocab_padding();
     for (auto [name, slot] : {std::pair{"cls.predictions.loss", &mlm_tensor_}, std::pair{"cls.seq_relationship.loss", &nsp_tensor_}}) {
       const int id = find_tensor(*graph_, name);
-      *slot = survives_micro_step(storage_graph, executor_->plan(), id) ? id : -1;
+      *slot = executor_->has_scalar_output(id) ? id : -1;  // the executor keeps every cross-entropy loss
     }
 
     std::vector<ParamSlot> slots = executor_->param_slots();  // slot i == graph.params[i]
     OptimizerConfig oc = default_optimizer_config(c_.optimizer);
     if (!c_.clipping) oc.max_grad_norm = 0;
     optimizer_ = make_optimizer(oc, std::move(slots));
+    // The update passes: the cores the GEMM pool leaves free (results do not depend on the count).
+    optimizer_->set_threads(cpu::vector_pass_threads(c_.threads));
     scaler_ = std::make_unique<LossScaler>(loss_scaler_config(c_));
     schedule_ = make_schedule(c_);
 
@@ -373,23 +358,23 @@ class Trainer {
       if (!is_vocab_parameter(p.name)) continue;
       const models::Tensor& t = graph_->tensor(p.weight);
       const int64_t row = t.elements() / t.shape.at(0);
-      std::span<float> w = executor_->parameter_f32(i);
+      std::vector<float> w = executor_->read_parameter(i);
       std::fill(w.begin() + vocab * row, w.end(), 0.0f);
+      executor_->write_parameter(i, w);  // also refreshes the 16-bit copy
     }
-    executor_->refresh_weight_copies();
   }
 
-  // The saved part of parameter p (its fp32 master under bf16/fp16): all of it, or its first vocab_size rows.
-  std::span<float> saved_values(size_t index, std::vector<int64_t>* shape) {
+  // How much of parameter p a checkpoint stores (its fp32 master under bf16/fp16): all of it, or its first
+  // vocab_size rows; `shape` gets the stored shape.
+  size_t saved_elements(size_t index, std::vector<int64_t>* shape) const {
     const models::Parameter& p = graph_->params[index];
     const models::Tensor& t = graph_->tensor(p.weight);
-    std::span<float> w = executor_->parameter_f32(index);
     if (shape) *shape = t.shape;
-    if (!is_vocab_parameter(p.name)) return w;
+    if (!is_vocab_parameter(p.name)) return static_cast<size_t>(t.elements());
     const int64_t vocab = graph_->model.vocab_size;
     const int64_t row = t.elements() / t.shape.at(0);
     if (shape) (*shape)[0] = vocab;
-    return w.first(static_cast<size_t>(vocab * row));
+    return static_cast<size_t>(vocab * row);
   }
 
   void resume_from_checkpoint() {
@@ -422,14 +407,18 @@ class Trainer {
                                    "(same --steps, --lr, --warmup, --schedule needed)",
                                    ckpt->dir, to_json(saved_schedule).dump(), to_json(schedule_).dump()));
 
+    // Restore into host copies of the parameters (padding rows keep the zeros of zero_vocab_padding()),
+    // then copy them in: write_parameter also refreshes the 16-bit copies from the restored fp32 masters.
+    std::vector<std::vector<float>> values(graph_->params.size());
     std::vector<CheckpointTensorTarget> targets;
     for (size_t i = 0; i < graph_->params.size(); ++i) {
       std::vector<int64_t> shape;
-      std::span<float> values = saved_values(i, &shape);
-      targets.push_back({graph_->params[i].name, values, shape});
+      const size_t n = saved_elements(i, &shape);
+      values[i] = executor_->read_parameter(i);
+      targets.push_back({graph_->params[i].name, std::span<float>(values[i]).first(n), shape});
     }
-    restore_tensors(*ckpt, targets);  // padding rows keep the zeros of zero_vocab_padding()
-    executor_->refresh_weight_copies();  // the 16-bit copies from the restored fp32 masters
+    restore_tensors(*ckpt, targets);
+    for (size_t i = 0; i < graph_->params.size(); ++i) executor_->write_parameter(i, values[i]);
     optimizer_->load_state(ckpt->optimizer, ckpt->dir + "/optimizer.safetensors");
     if (extra.contains("loss_scaler") || scaler_->config().enabled)
       scaler_->load_json(field("loss_scaler"), ckpt->dir + "/state.json: extra");
@@ -494,11 +483,13 @@ class Trainer {
   void save(int64_t step) {
     if (c_.checkpoint_dir.empty()) return;
     if (rank_ == 0) {
-      std::vector<CheckpointTensorView> views;  // fp32 master weights whatever the precision
+      std::vector<CheckpointTensorView> views;  // fp32 master weights whatever the precision, copied out
+      std::vector<std::vector<float>> values(graph_->params.size());
       for (size_t i = 0; i < graph_->params.size(); ++i) {
         std::vector<int64_t> shape;
-        std::span<float> values = saved_values(i, &shape);
-        views.push_back({graph_->params[i].name, values, shape});
+        const size_t n = saved_elements(i, &shape);
+        values[i] = executor_->read_parameter(i);
+        views.push_back({graph_->params[i].name, std::span<const float>(values[i]).first(n), shape});
       }
       // Every rank's cursor is the same (each takes B instances per micro-step), so rank 0's stands for all.
       const data::LoaderCursor lc = loader_->position();
@@ -525,10 +516,10 @@ class Trainer {
   void fill_inputs(const data::PretrainingBatch& b) {
     const auto& in = graph_->inputs;
     auto copy = [&](int tensor, const std::vector<int32_t>& values, const char* what) {
-      std::span<int32_t> dst = executor_->i32(tensor);
-      if (dst.size() != values.size())
-        throw std::logic_error(fmt::format("input {}: graph holds {} values, the batch has {}", what, dst.size(), values.size()));
-      std::copy(values.begin(), values.end(), dst.begin());
+      const auto want = static_cast<size_t>(graph_->tensor(tensor).elements());
+      if (want != values.size())
+        throw std::logic_error(fmt::format("input {}: graph holds {} values, the batch has {}", what, want, values.size()));
+      executor_->write_tensor<int32_t>(tensor, values);
     };
     copy(in.input_ids, b.input_ids, "input_ids");
     copy(in.token_type_ids, b.token_type_ids, "token_type_ids");
@@ -536,15 +527,18 @@ class Trainer {
     copy(in.masked_positions, b.masked_positions, "masked_positions");
     copy(in.masked_labels, b.masked_labels, "masked_labels");
     copy(in.nsp_labels, b.nsp_labels, "nsp_labels");
-    std::span<int32_t> pos = executor_->i32(in.position_ids);
-    std::span<int32_t> cls = executor_->i32(in.cls_positions);
+    std::vector<int32_t> pos(static_cast<size_t>(b.batch_size) * static_cast<size_t>(b.seq_len));
+    std::vector<int32_t> cls(static_cast<size_t>(b.batch_size));
     for (int32_t r = 0; r < b.batch_size; ++r) {
       for (int32_t s = 0; s < b.seq_len; ++s) pos[static_cast<size_t>(r * b.seq_len + s)] = s;
       cls[static_cast<size_t>(r)] = r * b.seq_len;  // [CLS] is each row's first token
     }
+    copy(in.position_ids, pos, "position_ids");
+    copy(in.cls_positions, cls, "cls_positions");
     // dLoss/dloss of one micro-step: the step's loss is the mean over micro-steps, times the loss scale
     // (fp16; 1 otherwise), which the step tail divides out of the gradients again.
-    executor_->f32(in.loss_grad)[0] = static_cast<float>(scaler_->scale() / static_cast<double>(c_.grad_accum));
+    const float loss_grad = static_cast<float>(scaler_->scale() / static_cast<double>(c_.grad_accum));
+    executor_->write_tensor<float>(in.loss_grad, std::span<const float>(&loss_grad, 1));
   }
 
   // "fp32", "bf16 (fp32 master weights)", "fp16 (fp32 master weights; dynamic loss scale 65536, ×2 after 2000
@@ -607,8 +601,8 @@ class Trainer {
           loader_->next_batch(static_cast<int32_t>(c_.micro_batch), batch);
           fill_inputs(batch);
           loss_sum += executor_->run_micro_step(step, micro);
-          if (mlm_tensor_ >= 0) mlm_sum += executor_->f32(mlm_tensor_)[0];
-          if (nsp_tensor_ >= 0) nsp_sum += executor_->f32(nsp_tensor_)[0];
+          if (mlm_tensor_ >= 0) mlm_sum += executor_->scalar_output(mlm_tensor_);
+          if (nsp_tensor_ >= 0) nsp_sum += executor_->scalar_output(nsp_tensor_);
         }
       } catch (const MicroStepAbandoned&) {
         abandoned = true;
@@ -730,8 +724,7 @@ class Trainer {
   std::unique_ptr<data::BatchLoader> loader_;
   LrSchedule schedule_;
   int64_t model_vocab_before_ = 0;
-  // The MLM / NSP loss scalars when the memory plan leaves them readable after a micro-step
-  // (survives_micro_step); -1 otherwise. One readable part gives the other (loss = mlm + nsp); with neither,
+  // The MLM / NSP loss tensors (the executor keeps them: scalar_output); -1 when the graph has none. One readable part gives the other (loss = mlm + nsp); with neither,
   // only the total is reported.
   int mlm_tensor_ = -1;
   int nsp_tensor_ = -1;

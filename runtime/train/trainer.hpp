@@ -13,6 +13,7 @@
 #include "core/json_reader.hpp"             // defines: Json
 #include "models/model_spec.hpp"
 #include "models/recipe.hpp"                // defines: OptimizerKind
+#include "runtime/exec/device_types.hpp"    // defines: BackendKind
 #include "runtime/optim/lr_schedule.hpp"    // defines: LrScheduleKind
 
 namespace ptsim::runtime {
@@ -39,6 +40,7 @@ struct TrainConfig {
   bool shuffle = true;                  // per-epoch permutation of the instances
   uint64_t seed = 1234;                 // parameter init, dropout streams (seed, step, micro_step), data order
   int threads = 0;                      // compute threads per rank (0: Eigen's default)
+  BackendKind backend = BackendKind::cpu;  // where the executor runs (made once: make_backend)
   std::string checkpoint_dir;           // empty: no checkpoints
   int64_t checkpoint_every = 0;         // > 0: also every K steps (always at the end and on a stop)
   bool resume = false;                  // continue from checkpoint_dir's latest checkpoint

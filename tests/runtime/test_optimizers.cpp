@@ -358,3 +358,49 @@ TEST_CASE("bad configurations and slots are input errors") {
   CHECK_THROWS_WITH_AS(Lamb(default_optimizer_config(OptimizerKind::lamb), {a.slot(), b.slot()}),
                        doctest::Contains("'x' appears twice"), InputError);
 }
+
+TEST_CASE("multi-tensor updates: threads change nothing, bit for bit (fixed chunks, chunk-order norm sums)") {
+  // Tensors of 3 chunks and a bit, exactly one chunk, and odd small sizes, so chunk boundaries fall inside
+  // tensors and some tensors are a single partial chunk (cpu::kChunkElements = 2^15).
+  const std::vector<std::size_t> sizes = {3 * (std::size_t{1} << 15) + 17, std::size_t{1} << 15, 7, 1, 1000};
+  auto make = [&](std::vector<Tensor>& ts) {
+    std::mt19937 rng(42);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    ts.clear();
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      Tensor t{std::string(1, static_cast<char>('a' + i)), std::vector<float>(sizes[i]), std::vector<float>(sizes[i]), i % 2 == 0};
+      for (std::size_t k = 0; k < sizes[i]; ++k) {
+        t.w[k] = 0.1f * normal(rng);
+        t.g[k] = 0.01f * normal(rng);
+      }
+      ts.push_back(std::move(t));
+    }
+  };
+  for (OptimizerKind kind : {OptimizerKind::adamw, OptimizerKind::lamb, OptimizerKind::lans, OptimizerKind::sgd}) {
+    CAPTURE(to_string(kind));
+    std::vector<Tensor> one, four;
+    make(one);
+    make(four);
+    OptimizerConfig config = default_optimizer_config(kind);
+    config.max_grad_norm = 0.5;  // clip (a no-op for LANS) so the clip divisor is an input too
+    std::vector<ParamSlot> s1, s4;
+    for (auto& t : one) s1.push_back(t.slot());
+    for (auto& t : four) s4.push_back(t.slot());
+    auto a = make_optimizer(config, s1), b = make_optimizer(config, s4);
+    b->set_threads(4);
+    for (int step = 0; step < 3; ++step) {
+      a->step(1e-2);
+      // Bucketed on the threaded one: two updates in one step equal one over all slots.
+      b->step_begin(1e-2);
+      const std::size_t first[] = {3, 0}, rest[] = {1, 2, 4};
+      b->update(first);
+      b->update(rest);
+      b->step_end();
+    }
+    for (std::size_t i = 0; i < one.size(); ++i)
+      CHECK(std::memcmp(one[i].w.data(), four[i].w.data(), one[i].w.size() * sizeof(float)) == 0);
+    const OptimizerState sa = a->save_state(), sb = b->save_state();
+    REQUIRE(sa.arrays.size() == sb.arrays.size());
+    for (std::size_t k = 0; k < sa.arrays.size(); ++k) CHECK(sa.arrays[k].values == sb.arrays[k].values);
+  }
+}

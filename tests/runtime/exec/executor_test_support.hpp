@@ -2,6 +2,7 @@
 // share (test_executor.cpp, test_mixed_precision.cpp).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "models/builder.hpp"
 #include "models/model_spec.hpp"
@@ -42,8 +43,26 @@ inline Recipe fd_recipe() {
 }
 
 inline void set_scalar(Executor& ex, int id, double v) {
-  if (ex.compute() == ComputeType::f64) ex.f64(id)[0] = v;
-  else ex.f32(id)[0] = static_cast<float>(v);
+  if (ex.compute() == ComputeType::f64) {
+    ex.write_tensor<double>(id, std::vector<double>{v});
+  } else {
+    ex.write_tensor<float>(id, std::vector<float>{static_cast<float>(v)});
+  }
+}
+
+// The values of a float tensor as double, whatever the executor's compute type (a copy out).
+inline std::vector<double> read_as_f64(Executor& ex, int id) {
+  if (ex.compute() == ComputeType::f64) return ex.read_tensor<double>(id);
+  const std::vector<float> v = ex.read_tensor<float>(id);
+  return {v.begin(), v.end()};
+}
+
+// Writes i32 tensor `id` element by element: value(i) for i in [0, elements).
+template <class F>
+void write_i32(Executor& ex, int id, F&& value) {
+  std::vector<int32_t> v(static_cast<size_t>(ex.graph().tensor(id).elements()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = value(static_cast<int64_t>(i));
+  ex.write_tensor<int32_t>(id, v);
 }
 
 // One batch: random tokens; sequence b has its last 3·b positions padded; MLM predictions at positions
@@ -54,28 +73,19 @@ inline void fill_inputs(Executor& ex, uint64_t seed, double loss_grad = 1.0) {
   const int64_t B = g.recipe.micro_batch, S = g.recipe.seq_len, V = g.model.vocab_size;
   const auto& in = g.inputs;
   auto token = [&](int64_t i) { return static_cast<int32_t>(test_mix64(seed * 1000003 + static_cast<uint64_t>(i)) % V); };
-  for (int64_t i = 0; i < B * S; ++i) ex.i32(in.input_ids)[i] = token(i);
-  for (int64_t i = 0; i < B * S; ++i) ex.i32(in.position_ids)[i] = static_cast<int32_t>(i % S);
-  if (in.token_type_ids >= 0)
-    for (int64_t i = 0; i < B * S; ++i) ex.i32(in.token_type_ids)[i] = (i % S) >= S / 2 ? 1 : 0;
+  write_i32(ex, in.input_ids, token);
+  write_i32(ex, in.position_ids, [&](int64_t i) { return static_cast<int32_t>(i % S); });
+  if (in.token_type_ids >= 0) write_i32(ex, in.token_type_ids, [&](int64_t i) { return (i % S) >= S / 2 ? 1 : 0; });
   if (in.attention_mask >= 0)
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t s = 0; s < S; ++s) ex.i32(in.attention_mask)[b * S + s] = s < S - 3 * b ? 1 : 0;
+    write_i32(ex, in.attention_mask, [&](int64_t i) { return (i % S) < S - 3 * (i / S) ? 1 : 0; });
   if (in.masked_positions >= 0) {
     const int64_t per = g.recipe.max_predictions_per_seq();
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t j = 0; j < per; ++j) {
-        ex.i32(in.masked_positions)[b * per + j] = static_cast<int32_t>(b * S + 1 + 2 * j);
-        ex.i32(in.masked_labels)[b * per + j] = token(10000 + b * per + j);
-      }
-    ex.i32(in.masked_labels)[B * per - 1] = -1;
-    for (int64_t b = 0; b < B; ++b) {
-      ex.i32(in.cls_positions)[b] = static_cast<int32_t>(b * S);
-      ex.i32(in.nsp_labels)[b] = static_cast<int32_t>(b % 2);
-    }
+    write_i32(ex, in.masked_positions, [&](int64_t i) { return static_cast<int32_t>((i / per) * S + 1 + 2 * (i % per)); });
+    write_i32(ex, in.masked_labels, [&](int64_t i) { return i == B * per - 1 ? -1 : token(10000 + i); });
+    write_i32(ex, in.cls_positions, [&](int64_t b) { return static_cast<int32_t>(b * S); });
+    write_i32(ex, in.nsp_labels, [&](int64_t b) { return static_cast<int32_t>(b % 2); });
   }
-  if (in.lm_labels >= 0)
-    for (int64_t i = 0; i < B * S; ++i) ex.i32(in.lm_labels)[i] = (i % S) == S - 1 ? -1 : ex.i32(in.input_ids)[i + 1];
+  if (in.lm_labels >= 0) write_i32(ex, in.lm_labels, [&](int64_t i) { return (i % S) == S - 1 ? -1 : token(i + 1); });
   set_scalar(ex, in.loss_grad, loss_grad);
 }
 

@@ -274,6 +274,12 @@ TEST_CASE("dropout: rate, scaling, determinism per (seed, step, micro-step, stre
   CHECK(std::abs(static_cast<double>(kept) - 0.7 * n) < 5 * 65);
   cpu::dropout_forward<double>(y2.data(), mask2.data(), x.data(), n, p, key);
   CHECK(mask == mask2);  // recompute regenerates the same mask
+  // The kernel draws the shared header's mask (what a CUDA kernel that includes dropout_mask.hpp draws);
+  // the key is a constexpr function of (seed, step, micro-step, stream), as device code needs.
+  static_assert(ptsim::runtime::dropout_key(1234, 5, 1, 7) != ptsim::runtime::dropout_key(1234, 5, 1, 8));
+  const uint64_t threshold = ptsim::runtime::dropout_threshold(p);
+  for (int64_t i = 0; i < n; ++i)
+    REQUIRE(mask[static_cast<size_t>(i)] == (ptsim::runtime::dropout_keep(key, static_cast<uint64_t>(i), threshold) ? 1 : 0));
   for (auto other : {cpu::dropout_key(1234, 5, 1, 8), cpu::dropout_key(1234, 5, 2, 7), cpu::dropout_key(1234, 6, 1, 7),
                      cpu::dropout_key(1235, 5, 1, 7)}) {
     cpu::dropout_forward<double>(y2.data(), mask2.data(), x.data(), n, p, other);

@@ -40,11 +40,11 @@ namespace {
 void randomize_parameters(Executor& ex, uint64_t seed) {
   const TaskGraph& g = ex.graph();
   for (size_t p = 0; p < g.params.size(); ++p) {
-    auto w = ex.f64(g.params[p].weight);
+    const std::vector<double> w = ex.read_tensor<double>(g.params[p].weight);
     const bool matrix = g.tensor(g.params[p].weight).shape.size() >= 2;
     const bool gain = w[0] == 1.0;  // init_parameters sets LayerNorm gains to 1 and every other vector to 0
-    auto v = randn(w.size(), seed * 131 + p, matrix ? 0.3 : gain ? 0.2 : 0.1, gain ? 1.0 : 0.0);
-    std::copy(v.begin(), v.end(), w.begin());
+    const auto v = randn(w.size(), seed * 131 + p, matrix ? 0.3 : gain ? 0.2 : 0.1, gain ? 1.0 : 0.0);
+    ex.write_tensor<double>(g.params[p].weight, std::vector<double>(v.begin(), v.end()));
   }
 }
 
@@ -63,11 +63,7 @@ int check_model_gradients(const ModelSpec& spec, const Recipe& recipe) {
   MESSAGE(spec.name << ": loss " << loss0 << " over " << g.params.size() << " parameter tensors");
   CHECK(std::isfinite(loss0));
   std::vector<std::vector<double>> grads;
-  for (const Parameter& p : g.params) {
-    auto gr = ex.f64(p.gradient);
-    grads.emplace_back(gr.begin(), gr.end());
-  }
-  auto loss = [&] { return ex.run_micro_step(0, 0); };
+  for (const Parameter& p : g.params) grads.push_back(ex.read_tensor<double>(p.gradient));
   int checked = 0;
   double worst = 0;
   for (size_t i = 0; i < g.params.size(); ++i) {
@@ -80,8 +76,14 @@ int check_model_gradients(const ModelSpec& spec, const Recipe& recipe) {
     idx.push_back(biggest);
     CHECK_MESSAGE(std::abs(gr[biggest]) > 0, p.name << " has an all-zero gradient");
     for (uint64_t k = 0; k < 5 && k + 1 < gr.size(); ++k) idx.push_back(test_mix64(i * 97 + k) % gr.size());
-    auto w = ex.f64(p.weight);
+    // fd_check perturbs a host copy of the weight; each loss evaluation copies it in first.
+    std::vector<double> w = ex.read_tensor<double>(p.weight);
+    auto loss = [&] {
+      ex.write_tensor<double>(p.weight, w);
+      return ex.run_micro_step(0, 0);
+    };
     worst = std::max(worst, fd_check(w.data(), w.size(), loss, gr.data(), p.name, idx));
+    ex.write_tensor<double>(p.weight, w);  // fd_check restored every element it moved
     checked += static_cast<int>(idx.size());
   }
   MESSAGE(spec.name << ": " << checked << " parameter elements checked, worst relative error " << worst);
@@ -129,8 +131,8 @@ TEST_CASE("fp32 and fp64 execution agree (fp32 kernels use Eigen's SIMD exp/erf/
     const double la = a.run_micro_step(0, 0), lb = b.run_micro_step(0, 0);
     CHECK(la == doctest::Approx(lb).epsilon(1e-5));
     for (const Parameter& p : g.params) {
-      auto ga = a.f32(p.gradient);
-      auto gb = b.f64(p.gradient);
+      const std::vector<float> ga = a.read_tensor<float>(p.gradient);
+      const std::vector<double> gb = b.read_tensor<double>(p.gradient);
       double diff = 0, norm = 0;
       for (size_t k = 0; k < gb.size(); ++k) {
         diff += (ga[k] - gb[k]) * (ga[k] - gb[k]);
@@ -154,7 +156,7 @@ TEST_CASE("the arena is the memory plan's peak (×2 in fp64); graphs the CPU can
   CHECK(f64.allocated_activation_bytes() == 2 * static_cast<size_t>(plan.activations_peak_bytes));
   // init: padded vocabulary rows (100..103) of the word table are 0, real rows are not.
   f32.init_parameters(1);
-  auto table = f32.f32(g.params[0].weight);
+  const std::vector<float> table = f32.read_tensor<float>(g.params[0].weight);
   REQUIRE(g.params[0].name == "bert.embeddings.word_embeddings.weight");
   CHECK(table[99 * 16] != 0.0f);
   for (size_t k = 100 * 16; k < table.size(); ++k) REQUIRE(table[k] == 0.0f);
@@ -187,7 +189,8 @@ TEST_CASE("dropout: recomputation regenerates the forward's masks; same step →
   const double la = a.run_micro_step(3, 1), lb = b.run_micro_step(3, 1);
   CHECK(la == lb);
   for (size_t p = 0; p < plain.params.size(); ++p) {
-    auto ga = a.f64(plain.params[p].gradient), gb = b.f64(recomputed.params[p].gradient);
+    const std::vector<double> ga = a.read_tensor<double>(plain.params[p].gradient);
+    const std::vector<double> gb = b.read_tensor<double>(recomputed.params[p].gradient);
     for (size_t k = 0; k < ga.size(); ++k) {
       INFO(plain.params[p].name << "[" << k << "]");
       REQUIRE(ga[k] == doctest::Approx(gb[k]).epsilon(1e-12));
@@ -206,12 +209,12 @@ TEST_CASE("gradients accumulate over micro-steps and are zeroed at micro-step 0"
   fill_inputs(ex, 5, 1.0);
   ex.run_micro_step(0, 0);
   std::vector<std::vector<double>> once;
-  for (const Parameter& p : g.params) once.emplace_back(ex.f64(p.gradient).begin(), ex.f64(p.gradient).end());
+  for (const Parameter& p : g.params) once.push_back(ex.read_tensor<double>(p.gradient));
   fill_inputs(ex, 5, 0.5);  // loss_grad = 1/micro_steps
   ex.run_micro_step(1, 0);
   ex.run_micro_step(1, 1);
   for (size_t p = 0; p < g.params.size(); ++p) {
-    auto gr = ex.f64(g.params[p].gradient);
+    const std::vector<double> gr = ex.read_tensor<double>(g.params[p].gradient);
     for (size_t k = 0; k < gr.size(); ++k) REQUIRE(gr[k] == doctest::Approx(once[p][k]).epsilon(1e-12));
   }
 }
@@ -220,6 +223,7 @@ namespace {
 // Two ranks holding identical gradients: the sum doubles them. Counts calls (one per gradient bucket).
 class TwinCommunicator final : public Communicator {
  public:
+  using Communicator::all_reduce_sum;
   int calls = 0;
   int rank() const override { return 0; }
   int size() const override { return 2; }
@@ -250,14 +254,14 @@ TEST_CASE("step tail: all-reduce averages over ranks (one call per bucket), glob
   std::vector<std::vector<float>> before;
   double sum_sq = 0;
   for (const Parameter& p : g.params) {
-    before.emplace_back(ex.f32(p.gradient).begin(), ex.f32(p.gradient).end());
+    before.push_back(ex.read_tensor<float>(p.gradient));
     for (float v : before.back()) sum_sq += static_cast<double>(v) * v;
   }
   TwinCommunicator comm;
   ex.run_step_tail(&comm, nullptr, 0.0);
   CHECK(comm.calls == buckets);
   for (size_t p = 0; p < g.params.size(); ++p) {
-    auto gr = ex.f32(g.params[p].gradient);
+    const std::vector<float> gr = ex.read_tensor<float>(g.params[p].gradient);
     for (size_t k = 0; k < gr.size(); ++k) REQUIRE(gr[k] == before[p][k]);  // (2·g)/2 is exact in binary
   }
   CHECK(ex.last_grad_norm() == doctest::Approx(std::sqrt(sum_sq)).epsilon(1e-12));
@@ -267,11 +271,13 @@ TEST_CASE("step tail: all-reduce averages over ranks (one call per bucket), glob
   // A NaN gradient: the optimizer must not touch the weights.
   auto opt = make_optimizer(default_optimizer_config(OptimizerKind::lamb), ex.param_slots());
   const int w0 = g.params[0].weight;
-  const float before_w = ex.f32(w0)[0];
-  ex.f32(g.params[3].gradient)[0] = std::nanf("");
+  const float before_w = ex.read_tensor<float>(w0)[0];
+  std::vector<float> grad3 = ex.read_tensor<float>(g.params[3].gradient);
+  grad3[0] = std::nanf("");
+  ex.write_tensor<float>(g.params[3].gradient, grad3);
   ex.run_step_tail(&comm, opt.get(), 1e-3);
   CHECK(ex.last_step_skipped());
-  CHECK(ex.f32(w0)[0] == before_w);
+  CHECK(ex.read_tensor<float>(w0)[0] == before_w);
   CHECK(opt->step_count() == 0);
 }
 
@@ -328,4 +334,31 @@ TEST_CASE("bert-tiny at batch 8, seq 128 (fp32): initial loss ≈ ln(30522) + ln
   MESSAGE("bert-tiny b8 s128 fp32: initial loss " << loss << "; one micro-step (forward+backward) " << best * 1e3
           << " ms (best of 3); forward " << forward / 4 * 1e3 << " ms, backward " << backward / 4 * 1e3
           << " ms per step (mean of 4); arena " << ex.allocated_activation_bytes() / 1048576.0 << " MiB");
+}
+
+TEST_CASE("kept scalars: the loss and each cross-entropy loss come back after the micro-step; loss = MLM + NSP") {
+  Executor ex(build_task_graph(tiny_bert(), fd_recipe()), {});
+  const TaskGraph& g = ex.graph();
+  ex.init_parameters(4);
+  fill_inputs(ex, 9);
+  const double loss = ex.run_micro_step(0, 0);
+  REQUIRE(ex.has_scalar_output(g.loss_tensor));
+  CHECK(ex.scalar_output(g.loss_tensor) == loss);
+  std::vector<int> parts;
+  for (const Op& op : g.ops)
+    if (op.kind == OpKind::cross_entropy) parts.push_back(op.outputs.at(0));
+  REQUIRE(parts.size() == 2);  // MLM and NSP
+  double sum = 0;
+  for (int id : parts) {
+    REQUIRE(ex.has_scalar_output(id));
+    sum += ex.scalar_output(id);
+  }
+  // The "loss" add op sums the two fp32 parts: one fp32 rounding (2^-24 relative) apart at most.
+  CHECK(sum == doctest::Approx(loss).epsilon(1e-6));
+  CHECK_FALSE(ex.has_scalar_output(g.params[0].weight));
+  CHECK_THROWS_AS(ex.scalar_output(g.params[0].weight), std::invalid_argument);
+  // Copies in and out refuse the wrong type and size.
+  CHECK_THROWS_AS(ex.read_tensor<double>(g.params[0].weight), std::invalid_argument);  // f32 executor
+  CHECK_THROWS_AS(ex.read_tensor<int32_t>(g.params[0].weight), std::invalid_argument);
+  CHECK_THROWS_AS(ex.write_parameter(0, std::vector<float>(3)), std::invalid_argument);
 }

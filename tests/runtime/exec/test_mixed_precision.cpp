@@ -60,7 +60,7 @@ StepResult one_step(Precision precision, double scale) {
   r.loss = ex.run_micro_step(0, 0);
   auto opt = make_optimizer(default_optimizer_config(OptimizerKind::adamw), ex.param_slots());
   ex.run_step_tail(nullptr, opt.get(), 0.0, scale);  // lr 0: the weights stay, the gradients are unscaled
-  for (const Parameter& p : ex.graph().params) r.grads.emplace_back(ex.f32(p.gradient).begin(), ex.f32(p.gradient).end());
+  for (const Parameter& p : ex.graph().params) r.grads.push_back(ex.read_tensor<float>(p.gradient));
   return r;
 }
 
@@ -139,7 +139,7 @@ TEST_CASE("bf16/fp16 graphs: 16-bit tensors hold 16-bit values, masters and fp32
       for (int id : op.outputs) {
         const Tensor& t = self->graph().tensor(id);
         if (t.dtype != half) continue;
-        for (float v : self->f32(id)) REQUIRE_MESSAGE(representable(half, v), op.name << " wrote " << v << " into " << t.name);
+        for (float v : self->read_tensor<float>(id)) REQUIRE_MESSAGE(representable(half, v), op.name << " wrote " << v << " into " << t.name);
         ++checked;
       }
     };
@@ -154,9 +154,9 @@ TEST_CASE("bf16/fp16 graphs: 16-bit tensors hold 16-bit values, masters and fp32
     bool some_master_is_not_16bit = false;
     for (size_t i = 0; i < g.params.size(); ++i) {
       REQUIRE(g.params[i].master >= 0);
-      auto master = ex.parameter_f32(i);
-      auto weight = ex.f32(g.params[i].weight);
-      REQUIRE(master.data() == ex.f32(g.params[i].master).data());
+      const std::vector<float> master = ex.read_parameter(i);
+      const std::vector<float> weight = ex.read_tensor<float>(g.params[i].weight);
+      REQUIRE(master == ex.read_tensor<float>(g.params[i].master));  // the parameter's values are its master's
       for (size_t k = 0; k < master.size(); ++k) {
         REQUIRE(weight[k] == rounded(half, master[k]));
         some_master_is_not_16bit |= !representable(half, master[k]);
@@ -169,8 +169,8 @@ TEST_CASE("bf16/fp16 graphs: 16-bit tensors hold 16-bit values, masters and fp32
     REQUIRE_FALSE(ex.last_step_skipped());
     CHECK(opt->step_count() == 1);
     for (size_t i = 0; i < g.params.size(); ++i) {
-      auto master = ex.parameter_f32(i);
-      auto weight = ex.f32(g.params[i].weight);
+      const std::vector<float> master = ex.read_parameter(i);
+      const std::vector<float> weight = ex.read_tensor<float>(g.params[i].weight);
       for (size_t k = 0; k < master.size(); ++k) REQUIRE(weight[k] == rounded(half, master[k]));
     }
   }
@@ -237,8 +237,8 @@ TEST_CASE("fp16 overflow: the step is skipped, weights, masters and optimizer st
   LossScaler scaler(sc);
   std::vector<std::vector<float>> masters, weights;
   for (size_t i = 0; i < g.params.size(); ++i) {
-    masters.emplace_back(ex.parameter_f32(i).begin(), ex.parameter_f32(i).end());
-    weights.emplace_back(ex.f32(g.params[i].weight).begin(), ex.f32(g.params[i].weight).end());
+    masters.push_back(ex.read_parameter(i));
+    weights.push_back(ex.read_tensor<float>(g.params[i].weight));
   }
   const OptimizerState state_before = opt->save_state();
   fill_inputs(ex, 13, scaler.scale());
@@ -246,7 +246,7 @@ TEST_CASE("fp16 overflow: the step is skipped, weights, masters and optimizer st
   CHECK(std::isfinite(loss));  // the forward is not scaled: only the gradients overflow
   bool some_inf = false;
   for (const Parameter& p : g.params)
-    for (float v : ex.f32(p.gradient)) some_inf |= !std::isfinite(v);
+    for (float v : ex.read_tensor<float>(p.gradient)) some_inf |= !std::isfinite(v);
   REQUIRE(some_inf);
   ex.run_step_tail(nullptr, opt.get(), 1e-3, scaler.scale());
   CHECK(ex.last_step_skipped());
@@ -260,8 +260,8 @@ TEST_CASE("fp16 overflow: the step is skipped, weights, masters and optimizer st
     CHECK(std::memcmp(state_after.arrays[a].values.data(), state_before.arrays[a].values.data(),
                       state_before.arrays[a].values.size() * sizeof(float)) == 0);
   for (size_t i = 0; i < g.params.size(); ++i) {
-    CHECK(std::memcmp(ex.parameter_f32(i).data(), masters[i].data(), masters[i].size() * sizeof(float)) == 0);
-    CHECK(std::memcmp(ex.f32(g.params[i].weight).data(), weights[i].data(), weights[i].size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(ex.read_parameter(i).data(), masters[i].data(), masters[i].size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(ex.read_tensor<float>(g.params[i].weight).data(), weights[i].data(), weights[i].size() * sizeof(float)) == 0);
   }
   // The next step at a sane scale trains again.
   fill_inputs(ex, 13, 1024.0);

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <map>
 #include <numbers>
+#include <list>
 #include <set>
 #include <span>
 #include <stdexcept>
@@ -224,14 +225,16 @@ inline Batch read_batch(const Case& c) {
 inline void fill_inputs(runtime::Executor& ex, const Batch& b) {
   const auto& in = ex.graph().inputs;
   auto copy = [&](int tensor, const std::string& name) {
-    std::span<int32_t> dst = ex.i32(tensor);
     const std::vector<int32_t>& v = b.at(name).values;
-    if (dst.size() != v.size()) throw std::logic_error("golden batch does not fit the graph: " + name);
-    std::copy(v.begin(), v.end(), dst.begin());
+    if (static_cast<size_t>(ex.graph().tensor(tensor).elements()) != v.size())
+      throw std::logic_error("golden batch does not fit the graph: " + name);
+    ex.write_tensor<int32_t>(tensor, v);
   };
   copy(in.input_ids, "input_ids");
+  std::vector<int32_t> position_ids(static_cast<size_t>(kBatch * kSeq));
   for (int64_t r = 0; r < kBatch; ++r)
-    for (int64_t s = 0; s < kSeq; ++s) ex.i32(in.position_ids)[static_cast<size_t>(r * kSeq + s)] = static_cast<int32_t>(s);
+    for (int64_t s = 0; s < kSeq; ++s) position_ids[static_cast<size_t>(r * kSeq + s)] = static_cast<int32_t>(s);
+  ex.write_tensor<int32_t>(in.position_ids, position_ids);
   if (in.lm_labels >= 0) copy(in.lm_labels, "lm_labels");
   if (in.masked_positions >= 0) {
     copy(in.token_type_ids, "token_type_ids");
@@ -239,15 +242,18 @@ inline void fill_inputs(runtime::Executor& ex, const Batch& b) {
     copy(in.masked_labels, "masked_labels");
     copy(in.nsp_labels, "nsp_labels");
     const std::vector<int32_t>& positions = b.at("masked_positions").values;
+    std::vector<int32_t> cls(static_cast<size_t>(kBatch)), flat(static_cast<size_t>(kBatch * kPredictions));
     for (int64_t r = 0; r < kBatch; ++r) {
-      ex.i32(in.cls_positions)[static_cast<size_t>(r)] = static_cast<int32_t>(r * kSeq);
+      cls[static_cast<size_t>(r)] = static_cast<int32_t>(r * kSeq);
       for (int64_t j = 0; j < kPredictions; ++j) {
         const size_t at = static_cast<size_t>(r * kPredictions + j);
-        ex.i32(in.masked_positions)[at] = static_cast<int32_t>(r * kSeq + positions[at]);
+        flat[at] = static_cast<int32_t>(r * kSeq + positions[at]);
       }
     }
+    ex.write_tensor<int32_t>(in.cls_positions, cls);
+    ex.write_tensor<int32_t>(in.masked_positions, flat);
   }
-  ex.f32(in.loss_grad)[0] = 1.0f;
+  ex.write_tensor<float>(in.loss_grad, std::vector<float>{1.0f});
 }
 
 // ---- the weights ----
@@ -270,7 +276,7 @@ inline void make_weights(runtime::Executor& ex) {
   for (const models::Op& op : g.ops)
     if (op.kind == models::OpKind::layernorm) gains.insert(op.inputs.at(1));
   for (const models::Parameter& p : g.params) {
-    std::span<float> w = ex.f32(p.weight);
+    std::vector<float> w = ex.read_tensor<float>(p.weight);
     const bool matrix = g.tensor(p.weight).shape.size() >= 2;
     const uint64_t key = core::mix64(kSeed ^ core::fnv1a64(p.name) ^ 0x5eedULL);
     const size_t valid = static_cast<size_t>(numel(saved_shape(g, p)));
@@ -279,6 +285,7 @@ inline void make_weights(runtime::Executor& ex) {
       else if (gains.count(p.weight)) w[i] = static_cast<float>(1.0 + 0.1 * hashed_normal(key, i));
       else w[i] = static_cast<float>(0.05 * hashed_normal(key, i));
     }
+    ex.write_tensor<float>(p.weight, w);
   }
 }
 
@@ -286,10 +293,12 @@ inline void make_weights(runtime::Executor& ex) {
 inline void write_model(const std::string& path, runtime::Executor& ex) {
   const models::TaskGraph& g = ex.graph();
   std::vector<runtime::SafetensorsView> views;
+  std::list<std::vector<float>> values;  // copies out of the executor, alive until written (stable addresses)
   for (const models::Parameter& p : g.params) {
     const std::vector<int64_t> shape = saved_shape(g, p);
-    std::span<const float> w = ex.f32(p.weight).first(static_cast<size_t>(numel(shape)));
-    views.push_back(runtime::safetensors_f32_view(p.name, w, shape));
+    values.push_back(ex.read_tensor<float>(p.weight));
+    views.push_back(runtime::safetensors_f32_view(
+        p.name, std::span<const float>(values.back()).first(static_cast<size_t>(numel(shape))), shape));
   }
   runtime::write_safetensors(path, views, {{"format", "pt"}, {"ptsim_golden", "model"}});
 }
@@ -304,9 +313,9 @@ inline void load_model(runtime::Executor& ex, const runtime::SafetensorsFile& f)
   for (const models::Parameter& p : g.params) {
     const runtime::SafetensorsTensor& t = f.at(p.name);
     if (t.shape != saved_shape(g, p)) throw core::InputError(fmt::format("{}: {} has the wrong shape", f.source, p.name));
-    std::span<float> w = ex.f32(p.weight);
-    std::fill(w.begin(), w.end(), 0.0f);
-    t.copy_f32_to(w.first(static_cast<size_t>(t.numel())), f.source);
+    std::vector<float> w(static_cast<size_t>(g.tensor(p.weight).elements()), 0.0f);
+    t.copy_f32_to(std::span<float>(w).first(static_cast<size_t>(t.numel())), f.source);
+    ex.write_tensor<float>(p.weight, w);
   }
 }
 

@@ -108,6 +108,7 @@ struct Session {
   models::TaskGraph graph;
   std::unique_ptr<runtime::Executor> ex;
   Forward captured;
+  std::map<std::string, int> loss_parts;  // "mlm_loss" / "nsp_loss" → the cross-entropy's loss tensor
 
   // The forward's loss parts and logits, read right after their ops (the plan reuses their bytes later).
   void capture(const models::Op& op) {
@@ -115,11 +116,14 @@ struct Session {
     const int out = op.outputs.at(0);
     const auto& shape = graph.tensor(out).shape;
     const int64_t vocab = graph.model.vocab_size;
-    if (op.name == "cls.predictions.loss") captured.scalars["mlm_loss"] = ex->f32(out)[0];
-    if (op.name == "cls.seq_relationship.loss") captured.scalars["nsp_loss"] = ex->f32(out)[0];
-    if (op.name == "cls.predictions.decoder") captured.tensors["mlm_logits"] = logit_rows(ex->f32(out), shape, shape[0], vocab);
-    if (op.name == "cls.seq_relationship") captured.tensors["nsp_logits"] = logit_rows(ex->f32(out), shape, shape[0], 2);
-    if (op.name == "lm_head") captured.tensors["logits"] = logit_rows(ex->f32(out), shape, golden::kSeq, vocab);
+    // The loss parts come back as the executor's scalar outputs after the micro-step (loss_parts below).
+    if (op.name == "cls.predictions.loss") loss_parts["mlm_loss"] = out;
+    if (op.name == "cls.seq_relationship.loss") loss_parts["nsp_loss"] = out;
+    if (op.name == "cls.predictions.decoder")
+      captured.tensors["mlm_logits"] = logit_rows(ex->read_tensor<float>(out), shape, shape[0], vocab);
+    if (op.name == "cls.seq_relationship")
+      captured.tensors["nsp_logits"] = logit_rows(ex->read_tensor<float>(out), shape, shape[0], 2);
+    if (op.name == "lm_head") captured.tensors["logits"] = logit_rows(ex->read_tensor<float>(out), shape, golden::kSeq, vocab);
   }
 };
 
@@ -140,9 +144,10 @@ std::unique_ptr<Session> open_session(const Inputs& in, models::OptimizerKind ki
 Forward ptsim_forward(const Inputs& in) {
   auto s = open_session(in, models::OptimizerKind::adamw);
   s->captured.scalars["loss"] = s->ex->run_micro_step(1, 0);
+  for (const auto& part : s->loss_parts) s->captured.scalars[part.first] = s->ex->scalar_output(part.second);
   Forward f = s->captured;
   for (const models::Parameter& p : s->graph.params) {
-    std::span<const float> g = s->ex->f32(p.gradient);
+    const std::vector<float> g = s->ex->read_tensor<float>(p.gradient);
     f.grads[p.name].assign(g.begin(), g.begin() + golden::numel(golden::saved_shape(s->graph, p)));
   }
   return f;

@@ -1,0 +1,147 @@
+// runtime/exec/cpu_device.cpp — CpuDevice (see the header) and the backend factory (make_backend,
+// parse_backend_kind).
+#include "runtime/exec/cpu_device.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+
+#include "core/error.hpp"
+#include "runtime/exec/cpu_parallel.hpp"
+#include "runtime/exec/precision.hpp"
+
+namespace ptsim::runtime {
+
+const char* to_string(BackendKind kind) { return kind == BackendKind::cuda ? "cuda" : "cpu"; }
+
+BackendKind parse_backend_kind(std::string_view name, std::string_view what) {
+  if (name == "cpu") return BackendKind::cpu;
+  if (name == "cuda") return BackendKind::cuda;
+  throw core::InputError(fmt::format("{} '{}' is unknown (expected cpu | cuda)", what, name));
+}
+
+bool backend_available(BackendKind kind) { return kind == BackendKind::cpu; }  // the CUDA backend: issue 8
+
+std::unique_ptr<Backend> make_backend(BackendKind kind, ComputeType compute, int threads) {
+  if (!backend_available(kind))
+    throw core::InputError(fmt::format("backend '{}': this ptsim was built without the {} backend (use cpu)",
+                                       to_string(kind), to_string(kind)));
+  return make_cpu_backend(compute, threads);
+}
+
+namespace cpu {
+namespace {
+constexpr size_t kAlignment = 64;  // a cache line; enough for any SIMD load
+}  // namespace
+
+void CpuDevice::Free::operator()(std::byte* p) const { std::free(p); }
+
+CpuDevice::CpuDevice(ComputeType compute, int threads) : compute_(compute), threads_(threads > 1 ? threads : 1) {}
+
+DeviceBuffer CpuDevice::allocate(size_t bytes) {
+  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  std::unique_ptr<std::byte, Free> data(
+      rounded > 0 ? static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded)) : nullptr);
+  if (rounded > 0 && !data) throw std::bad_alloc();
+  if (rounded > 0) std::memset(data.get(), 0, rounded);
+  buffers_.push_back(std::move(data));
+  sizes_.push_back(bytes);
+  live_.push_back(1);
+  return {static_cast<int32_t>(buffers_.size() - 1), bytes};
+}
+
+void CpuDevice::free(DeviceBuffer buffer) {
+  if (buffer.id < 0 || static_cast<size_t>(buffer.id) >= buffers_.size()) return;
+  buffers_[static_cast<size_t>(buffer.id)].reset();
+  sizes_[static_cast<size_t>(buffer.id)] = 0;
+  live_[static_cast<size_t>(buffer.id)] = 0;
+}
+
+std::byte* CpuDevice::checked(const DeviceSpan& span) const {
+  const auto id = static_cast<size_t>(span.buffer.id);
+  if (span.buffer.id < 0 || id >= buffers_.size() || !live_[id])
+    throw std::logic_error(fmt::format("cpu backend: buffer {} is not allocated", span.buffer.id));
+  if (span.offset + span.bytes > sizes_[id])
+    throw std::logic_error(fmt::format("cpu backend: bytes [{}, {}) are outside buffer {} of {} bytes", span.offset,
+                                       span.offset + span.bytes, span.buffer.id, sizes_[id]));
+  return buffers_[id] ? buffers_[id].get() + span.offset : nullptr;
+}
+
+void* CpuDevice::kernel_address(const DeviceSpan& span) { return checked(span); }
+
+void CpuDevice::copy_to_device(const DeviceSpan& dst, const void* src) {
+  if (dst.bytes > 0) std::memcpy(checked(dst), src, dst.bytes);
+}
+void CpuDevice::copy_to_host(void* dst, const DeviceSpan& src) {
+  if (src.bytes > 0) std::memcpy(dst, checked(src), src.bytes);
+}
+void CpuDevice::copy(const DeviceSpan& dst, const DeviceSpan& src) {
+  if (dst.bytes != src.bytes)
+    throw std::logic_error(fmt::format("cpu backend: copy of {} bytes into a span of {}", src.bytes, dst.bytes));
+  if (dst.bytes > 0) std::memcpy(checked(dst), checked(src), dst.bytes);
+}
+void CpuDevice::fill_zero(const DeviceSpan& span) {
+  if (span.bytes > 0) std::memset(checked(span), 0, span.bytes);
+}
+
+Event CpuDevice::create_event() {
+  events_.emplace_back();
+  return {static_cast<int32_t>(events_.size() - 1)};
+}
+void CpuDevice::record(Event event, Stream) { events_.at(static_cast<size_t>(event.id)) = std::chrono::steady_clock::now(); }
+double CpuDevice::elapsed_seconds(Event start, Event stop) {
+  return std::chrono::duration<double>(events_.at(static_cast<size_t>(stop.id)) - events_.at(static_cast<size_t>(start.id)))
+      .count();
+}
+
+void CpuDevice::round_to_dtype(const DeviceSpan& span, models::DType dtype) {
+  if (!is_16bit_float(dtype) || span.bytes == 0) return;
+  if (compute_ != ComputeType::f32) throw std::logic_error("cpu backend: 16-bit rounding needs f32 storage");
+  runtime::round_to_dtype(dtype, {reinterpret_cast<float*>(checked(span)), span.bytes / sizeof(float)});
+}
+
+namespace {
+template <class T>
+void scale_chunks(T* x, size_t n, T factor, int threads) {
+  for_each_chunk(chunk_count(n), threads, [&](size_t c) {
+    const size_t end = std::min(n, (c + 1) * kChunkElements);
+    for (size_t i = c * kChunkElements; i < end; ++i) x[i] *= factor;
+  });
+}
+template <class T>
+double sum_of_squares_chunks(const T* x, size_t n, int threads) {
+  std::vector<double> partial(chunk_count(n), 0.0);
+  for_each_chunk(partial.size(), threads, [&](size_t c) {
+    const size_t end = std::min(n, (c + 1) * kChunkElements);
+    double s = 0.0;
+    for (size_t i = c * kChunkElements; i < end; ++i) s += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+    partial[c] = s;
+  });
+  double sum = 0.0;
+  for (double p : partial) sum += p;  // chunk order: independent of the thread count
+  return sum;
+}
+}  // namespace
+
+void CpuDevice::scale(const DeviceSpan& span, double factor) {
+  if (span.bytes == 0) return;
+  if (compute_ == ComputeType::f64)
+    scale_chunks(reinterpret_cast<double*>(checked(span)), span.bytes / sizeof(double), factor, threads_);
+  else
+    scale_chunks(reinterpret_cast<float*>(checked(span)), span.bytes / sizeof(float), static_cast<float>(factor),
+                 threads_);
+}
+
+double CpuDevice::sum_of_squares(const DeviceSpan& span) {
+  if (span.bytes == 0) return 0.0;
+  if (compute_ == ComputeType::f64)
+    return sum_of_squares_chunks(reinterpret_cast<const double*>(checked(span)), span.bytes / sizeof(double), threads_);
+  return sum_of_squares_chunks(reinterpret_cast<const float*>(checked(span)), span.bytes / sizeof(float), threads_);
+}
+
+}  // namespace cpu
+}  // namespace ptsim::runtime

@@ -1,0 +1,58 @@
+// runtime/exec/device_types.hpp — the small value types of the device seam: which backend, which scalar
+// type it computes in, and the handles a Backend hands out for its memory, streams and events. Handles are
+// indices into the backend's own tables, never addresses: code outside a backend names memory only as
+// (buffer, byte offset, byte count) and moves values in and out through the backend's copies.
+// Not here: the Backend interface (backend.hpp), the executor (executor.hpp).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace ptsim::runtime {
+
+// Scalar type the backend computes in: fp32 for training, fp64 for finite-difference checks.
+// Every float tensor is stored in this type. A graph built with precision bf16/fp16 runs with f32 only: its
+// 16-bit tensors are stored as fp32 values rounded to f16/bf16 after every write (runtime/exec/precision.hpp),
+// with fp32 master weights; the arena is planned for what is stored (cpu_storage_graph). f64 needs an fp32
+// graph (the arena and every offset are scaled by 2). See docs/executor.md.
+enum class ComputeType { f32, f64 };
+
+// Which Backend the executor runs on (make_backend, backend.hpp). cuda exists in builds with the CUDA
+// backend only (backend_available).
+enum class BackendKind { cpu, cuda };
+const char* to_string(BackendKind kind);
+// "cpu" | "cuda"; throws core::InputError naming `what` (the flag) and the accepted names otherwise.
+BackendKind parse_backend_kind(std::string_view name, std::string_view what = "--backend");
+// Whether this build has the backend (cpu always; cuda only when built with it).
+bool backend_available(BackendKind kind);
+
+// A block of backend memory: the handle allocate() returned (id) and its size. id < 0: no buffer.
+struct DeviceBuffer {
+  int32_t id = -1;
+  size_t bytes = 0;
+  bool valid() const { return id >= 0; }
+};
+
+// Bytes [offset, offset + bytes) of a buffer: what copies, fills, reductions and collectives are given.
+struct DeviceSpan {
+  DeviceBuffer buffer;
+  size_t offset = 0;
+  size_t bytes = 0;
+  bool valid() const { return buffer.valid(); }
+  // The whole buffer.
+  static DeviceSpan of(DeviceBuffer b) { return {b, 0, b.bytes}; }
+  // Bytes [at, at + n) of this span (the caller keeps it inside).
+  DeviceSpan sub(size_t at, size_t n) const { return {buffer, offset + at, n}; }
+};
+
+// An in-order queue of backend work (a CUDA stream). id 0 is the backend's compute stream.
+struct Stream {
+  int32_t id = 0;
+};
+
+// A point in a stream's work (a CUDA event): recorded, waited on, timed.
+struct Event {
+  int32_t id = -1;
+};
+
+}  // namespace ptsim::runtime
