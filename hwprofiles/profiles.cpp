@@ -165,12 +165,12 @@ GpuProfile load_gpu_profile(const std::string& path) {
   g.memory_bytes = read_quantity(r, "memory", Dimension::bytes, Range::positive, s);
   g.memory_bandwidth_bytes_per_second =
       read_quantity(r, "memory_bandwidth", Dimension::bytes_per_second, Range::positive, s);
-  g.peak_fp32_flops = read_quantity(r, "peak_fp32", Dimension::flops_per_second, Range::positive, s);
+  g.peak_fp32_flops_per_second = read_quantity(r, "peak_fp32", Dimension::flops_per_second, Range::positive, s);
   // 0 = the part has no such math mode (tf32 before Ampere, bf16 before Ampere).
-  g.peak_tf32_flops = read_quantity(r, "peak_tf32", Dimension::flops_per_second, Range::non_negative, s);
-  g.peak_fp16_tensor_flops =
+  g.peak_tf32_flops_per_second = read_quantity(r, "peak_tf32", Dimension::flops_per_second, Range::non_negative, s);
+  g.peak_fp16_tensor_flops_per_second =
       read_quantity(r, "peak_fp16_tensor", Dimension::flops_per_second, Range::non_negative, s);
-  g.peak_bf16_tensor_flops =
+  g.peak_bf16_tensor_flops_per_second =
       read_quantity(r, "peak_bf16_tensor", Dimension::flops_per_second, Range::non_negative, s);
   g.sustained_clock_fraction =
       read_quantity(r, "sustained_clock_fraction", Dimension::fraction, Range::fraction, s);

@@ -21,10 +21,10 @@ struct GpuProfile {
   double memory_bytes = 0;
   double memory_bandwidth_bytes_per_second = 0;
   // Dense peak FLOP/s at boost clock, per math mode. 0 = not supported (e.g. bf16 on V100).
-  double peak_fp32_flops = 0;
-  double peak_tf32_flops = 0;
-  double peak_fp16_tensor_flops = 0;
-  double peak_bf16_tensor_flops = 0;
+  double peak_fp32_flops_per_second = 0;
+  double peak_tf32_flops_per_second = 0;
+  double peak_fp16_tensor_flops_per_second = 0;
+  double peak_bf16_tensor_flops_per_second = 0;
   double sustained_clock_fraction = 1.0;   // sustained / boost clock under training load (T4 throttles)
   double kernel_launch_seconds = 0;        // per-op fixed overhead (launch + framework dispatch)
   double memory_efficiency = 1.0;          // achievable fraction of memory bandwidth for streaming ops

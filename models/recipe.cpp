@@ -47,7 +47,7 @@ void validate_recipe(const Recipe& r) {
   core::check_range(r.grad_accum, core::ranges::grad_accum, "grad-accum");
   core::check_range(r.data_parallel, core::ranges::parallel, "data-parallel");
   core::check_range(r.tensor_parallel, core::ranges::parallel, "tensor-parallel");
-  core::check_range(r.bucket_bytes / (1024.0 * 1024.0), core::ranges::bucket_mb, "bucket size (MiB)");
+  core::check_range(r.bucket_bytes / (1024.0 * 1024.0), core::ranges::bucket_mib, "bucket size (MiB)");
   core::check_range(r.max_predictions, core::ranges::max_predictions, "max-predictions (0 = derive from seq-len)");
 }
 

@@ -176,7 +176,7 @@ json scenario_json(const Scenario& s, const sim::ClusterConfig& config, const st
           {"optimizer", models::to_string(s.recipe.optimizer)},
           {"tensor_parallel", s.recipe.tensor_parallel},
           {"recompute", s.recipe.recompute_activations},
-          {"bucket_mb", s.recipe.bucket_bytes / (1024.0 * 1024)},
+          {"bucket_mib", s.recipe.bucket_bytes / (1024.0 * 1024)},
           {"phases", phases},
           {"overheads",
            {{"startup_seconds", s.overheads.startup_seconds},

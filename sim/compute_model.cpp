@@ -22,13 +22,13 @@ double curve(const hwprofiles::EfficiencyCurve& c, double x) {
 
 }  // namespace
 
-double peak_gemm_flops(const hwprofiles::GpuProfile& gpu, DType dtype) {
+double peak_gemm_flops_per_second(const hwprofiles::GpuProfile& gpu, DType dtype) {
   double peak = 0;
   const char* mode = "";
   switch (dtype) {
-    case DType::f16: peak = gpu.peak_fp16_tensor_flops, mode = "fp16 tensor-core"; break;
-    case DType::bf16: peak = gpu.peak_bf16_tensor_flops, mode = "bf16 tensor-core"; break;
-    default: peak = gpu.peak_fp32_flops, mode = "fp32"; break;
+    case DType::f16: peak = gpu.peak_fp16_tensor_flops_per_second, mode = "fp16 tensor-core"; break;
+    case DType::bf16: peak = gpu.peak_bf16_tensor_flops_per_second, mode = "bf16 tensor-core"; break;
+    default: peak = gpu.peak_fp32_flops_per_second, mode = "fp32"; break;
   }
   if (peak <= 0)
     throw core::InfeasibleError(core::Infeasibility::precision,
@@ -44,10 +44,10 @@ OpCost op_cost(const models::Op& op, const hwprofiles::GpuProfile& gpu) {
   const double clock = gpu.sustained_clock_fraction;
   if (op.kind == OpKind::gemm || op.kind == OpKind::batched_gemm) {
     const auto& c = op.kind == OpKind::gemm ? gpu.gemm : gpu.batched_gemm;
-    compute_seconds = op.flops / (peak_gemm_flops(gpu, op.dtype) * clock * curve(c, op.flops));
+    compute_seconds = op.flops / (peak_gemm_flops_per_second(gpu, op.dtype) * clock * curve(c, op.flops));
   } else if (op.flops > 0) {
     // Elementwise math runs on the SIMT units (fp32 rate; fp16 pairs are not modelled).
-    compute_seconds = op.flops / (gpu.peak_fp32_flops * clock);
+    compute_seconds = op.flops / (gpu.peak_fp32_flops_per_second * clock);
   }
   const double bytes = op.bytes_read + op.bytes_written;
   const double memory_seconds =
@@ -75,8 +75,8 @@ SingleDevicePrediction predict_single_device(const models::TaskGraph& g, const h
   p.model_flops_per_step = model_flops_micro * micro_steps;
   const double sequences = static_cast<double>(g.recipe.micro_batch) * micro_steps;
   p.sequences_per_second = sequences / p.step_seconds;
-  p.achieved_flops = p.model_flops_per_step / p.step_seconds;
-  p.mfu = p.achieved_flops / peak_gemm_flops(gpu, models::activation_dtype(g.recipe.precision));
+  p.achieved_flops_per_second = p.model_flops_per_step / p.step_seconds;
+  p.mfu = p.achieved_flops_per_second / peak_gemm_flops_per_second(gpu, models::activation_dtype(g.recipe.precision));
   return p;
 }
 

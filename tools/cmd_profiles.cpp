@@ -34,10 +34,10 @@ Json gpu_json(const GpuProfile& g) {
               {"description", g.description},
               {"memory_bytes", g.memory_bytes},
               {"memory_bandwidth_bytes_per_second", g.memory_bandwidth_bytes_per_second},
-              {"peak_fp32_flops", g.peak_fp32_flops},
-              {"peak_tf32_flops", g.peak_tf32_flops},
-              {"peak_fp16_tensor_flops", g.peak_fp16_tensor_flops},
-              {"peak_bf16_tensor_flops", g.peak_bf16_tensor_flops},
+              {"peak_fp32_flops_per_second", g.peak_fp32_flops_per_second},
+              {"peak_tf32_flops_per_second", g.peak_tf32_flops_per_second},
+              {"peak_fp16_tensor_flops_per_second", g.peak_fp16_tensor_flops_per_second},
+              {"peak_bf16_tensor_flops_per_second", g.peak_bf16_tensor_flops_per_second},
               {"sustained_clock_fraction", g.sustained_clock_fraction},
               {"kernel_launch_seconds", g.kernel_launch_seconds},
               {"memory_efficiency", g.memory_efficiency},
@@ -127,10 +127,10 @@ void show_gpu(const GpuProfile& g, const std::string& dir) {
   std::vector<Row> rows = {
       {"memory", fmt_num(g.memory_bytes / kGiB) + " GiB", "memory"},
       {"memory_bandwidth", fmt_num(g.memory_bandwidth_bytes_per_second / 1e9) + " GB/s", "memory_bandwidth"},
-      {"peak_fp32", tf(g.peak_fp32_flops), "peak_fp32"},
-      {"peak_tf32", tf(g.peak_tf32_flops), "peak_tf32"},
-      {"peak_fp16_tensor", tf(g.peak_fp16_tensor_flops), "peak_fp16_tensor"},
-      {"peak_bf16_tensor", tf(g.peak_bf16_tensor_flops), "peak_bf16_tensor"},
+      {"peak_fp32", tf(g.peak_fp32_flops_per_second), "peak_fp32"},
+      {"peak_tf32", tf(g.peak_tf32_flops_per_second), "peak_tf32"},
+      {"peak_fp16_tensor", tf(g.peak_fp16_tensor_flops_per_second), "peak_fp16_tensor"},
+      {"peak_bf16_tensor", tf(g.peak_bf16_tensor_flops_per_second), "peak_bf16_tensor"},
       {"sustained_clock_fraction", fmt_num(g.sustained_clock_fraction), "sustained_clock_fraction"},
       {"kernel_launch_overhead", fmt_num(g.kernel_launch_seconds * 1e6) + " us", "kernel_launch_overhead"},
       {"memory_efficiency", fmt_num(g.memory_efficiency), "memory_efficiency"},
@@ -210,8 +210,8 @@ void list_table(const ProfileSet& set, const std::string& dir) {
   fmt::print("  {:<20} {:>9} {:>9} {:>8} {:>9} {:>6}  {}\n", "name", "fp16 TF", "fp32 TF", "mem GiB", "mem GB/s",
              "W", "description");
   for (const auto& [name, g] : set.gpus)
-    fmt::print("  {:<20} {:>9} {:>9} {:>8} {:>9} {:>6}  {}\n", name, fmt_num(g.peak_fp16_tensor_flops / 1e12),
-               fmt_num(g.peak_fp32_flops / 1e12), fmt_num(g.memory_bytes / kGiB),
+    fmt::print("  {:<20} {:>9} {:>9} {:>8} {:>9} {:>6}  {}\n", name, fmt_num(g.peak_fp16_tensor_flops_per_second / 1e12),
+               fmt_num(g.peak_fp32_flops_per_second / 1e12), fmt_num(g.memory_bytes / kGiB),
                fmt_num(g.memory_bandwidth_bytes_per_second / 1e9), fmt_num(g.power_watts), g.description);
   fmt::print("\nNodes ({}/nodes)\n", dir);
   fmt::print("  {:<15} {:<25} {:<17} {:>11} {:<16} {:>6} {:>9}\n", "name", "gpus", "topology", "nvlink GB/s",

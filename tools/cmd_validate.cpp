@@ -14,7 +14,7 @@
 #include "reports/scenario.hpp"
 #include "reports/text_table.hpp"
 #include "reports/validation_report.hpp"
-#include "sim/calibration.hpp"
+#include "calibration/published_fit.hpp"
 #include "tools/cli_support.hpp"
 #include "tools/commands.hpp"
 
@@ -36,7 +36,7 @@ int run_validate_command(int argc, char** argv) {
   CLI::App app{"Compare ptsim's predictions with published results; print the error of each", "validate"};
   std::string format = "table";
   std::string profiles_dir = hwprofiles::hwprofiles_directory();
-  std::string runs_path = sim::default_published_runs_path();
+  std::string runs_path = calibration::default_published_runs_path();
   std::vector<std::string> only;
   std::string report_path;
   app.add_option("--format", format, "table | json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
@@ -81,11 +81,11 @@ int run_validate_command(int argc, char** argv) {
   }
 
   // Published single-GPU throughputs (the compute-model fit's inputs and held-out runs).
-  sim::PublishedRunSet set = sim::load_published_runs(runs_path);
+  calibration::PublishedRunSet set = calibration::load_published_runs(runs_path);
   nlohmann::json single = nlohmann::json::array();
   reports::TextTable runs({"single-GPU run", "used in fit", "published seq/s", "predicted", "error"});
   for (const auto& run : set.runs) {
-    double predicted = sim::predict_run(run, hwprofiles::find_gpu(profiles, run.gpu));
+    double predicted = calibration::predict_run(run, hwprofiles::find_gpu(profiles, run.gpu));
     double error = predicted / run.sequences_per_second - 1;
     single.push_back({{"id", run.id}, {"gpu", run.gpu}, {"role", run.role}, {"published", run.sequences_per_second},
                       {"predicted", predicted}, {"relative_error", error}, {"source", run.source}});

@@ -55,9 +55,9 @@ TEST_CASE("every shipped profile loads and cross-validates") {
 TEST_CASE("GPU figures match the datasheets in REFERENCE.md (GPUs table)") {
   const ProfileSet set = load_profiles();
   const GpuProfile& t4 = find_gpu(set, "t4");
-  CHECK(same(t4.peak_fp16_tensor_flops, 65e12));
-  CHECK(same(t4.peak_fp32_flops, 8.1e12));
-  CHECK(t4.peak_bf16_tensor_flops == 0);  // "fp16; no bf16"
+  CHECK(same(t4.peak_fp16_tensor_flops_per_second, 65e12));
+  CHECK(same(t4.peak_fp32_flops_per_second, 8.1e12));
+  CHECK(t4.peak_bf16_tensor_flops_per_second == 0);  // "fp16; no bf16"
   CHECK(same(t4.memory_bandwidth_bytes_per_second, 320e9));
   CHECK(same(t4.memory_bytes, 16 * kGiB));
   CHECK(same(t4.power_watts, 70));
@@ -65,34 +65,34 @@ TEST_CASE("GPU figures match the datasheets in REFERENCE.md (GPUs table)") {
   CHECK(t4.sustained_clock_fraction < 1.0);  // "throttles under sustained load"
 
   const GpuProfile& v100 = find_gpu(set, "v100-sxm2-16gb");
-  CHECK(same(v100.peak_fp16_tensor_flops, 125e12));
-  CHECK(same(v100.peak_fp32_flops, 15.7e12));
+  CHECK(same(v100.peak_fp16_tensor_flops_per_second, 125e12));
+  CHECK(same(v100.peak_fp32_flops_per_second, 15.7e12));
   CHECK(same(v100.memory_bandwidth_bytes_per_second, 900e9));
   CHECK(same(v100.power_watts, 300));
   CHECK(same(find_gpu(set, "v100-sxm2-32gb").memory_bytes, 32 * kGiB));
 
   const GpuProfile& sxm3 = find_gpu(set, "v100-sxm3-32gb");  // DGX-2H part: ~130 TFLOPS at 450 W
-  CHECK(same(sxm3.peak_fp16_tensor_flops, 130e12));
+  CHECK(same(sxm3.peak_fp16_tensor_flops_per_second, 130e12));
   CHECK(same(sxm3.power_watts, 450));
   CHECK(same(sxm3.memory_bytes, 32 * kGiB));
   CHECK(same(find_gpu(set, "v100-sxm3-32gb-350w").power_watts, 350));
 
   const GpuProfile& pcie = find_gpu(set, "v100-pcie-16gb");
-  CHECK(same(pcie.peak_fp16_tensor_flops, 112e12));
-  CHECK(same(pcie.peak_fp32_flops, 14e12));
+  CHECK(same(pcie.peak_fp16_tensor_flops_per_second, 112e12));
+  CHECK(same(pcie.peak_fp32_flops_per_second, 14e12));
   CHECK(same(pcie.power_watts, 250));
 
   const GpuProfile& a100 = find_gpu(set, "a100-40gb");
-  CHECK(same(a100.peak_fp16_tensor_flops, 312e12));
-  CHECK(same(a100.peak_bf16_tensor_flops, 312e12));
-  CHECK(same(a100.peak_tf32_flops, 156e12));
-  CHECK(same(a100.peak_fp32_flops, 19.5e12));
+  CHECK(same(a100.peak_fp16_tensor_flops_per_second, 312e12));
+  CHECK(same(a100.peak_bf16_tensor_flops_per_second, 312e12));
+  CHECK(same(a100.peak_tf32_flops_per_second, 156e12));
+  CHECK(same(a100.peak_fp32_flops_per_second, 19.5e12));
   CHECK(same(a100.memory_bandwidth_bytes_per_second, 1555e9));
   CHECK(same(find_gpu(set, "a100-80gb").memory_bandwidth_bytes_per_second, 2039e9));
 
   const GpuProfile& h100 = find_gpu(set, "h100-sxm");
-  CHECK(same(h100.peak_bf16_tensor_flops, 989e12));
-  CHECK(same(h100.peak_fp32_flops, 67e12));
+  CHECK(same(h100.peak_bf16_tensor_flops_per_second, 989e12));
+  CHECK(same(h100.peak_fp32_flops_per_second, 67e12));
   CHECK(same(h100.memory_bandwidth_bytes_per_second, 3.35e12));
   CHECK(same(h100.power_watts, 700));
   const GpuProfile& h200 = find_gpu(set, "h200");

@@ -51,7 +51,7 @@ TEST_CASE("ptsim profiles show prints every field with its source") {
   auto j = run_ptsim("profiles show v100-sxm3-32gb --format json");
   REQUIRE(j.exit_code == 0);
   Json g = Json::parse(j.output);
-  CHECK(g["peak_fp16_tensor_flops"].get<double>() == doctest::Approx(130e12));
+  CHECK(g["peak_fp16_tensor_flops_per_second"].get<double>() == doctest::Approx(130e12));
   CHECK(g["sources"].contains("memory_bandwidth"));
 
   auto node = run_ptsim("profiles show t4-8x-pcie");

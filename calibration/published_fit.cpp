@@ -1,5 +1,5 @@
-// sim/calibration.cpp — least-squares fit (in log space) of a few GPU-profile parameters to runs.
-#include "sim/calibration.hpp"
+// calibration/published_fit.cpp — least-squares fit (in log space) of a few GPU-profile parameters to runs.
+#include "calibration/published_fit.hpp"
 
 #include <fmt/format.h>
 
@@ -11,11 +11,11 @@
 #include "models/builder.hpp"
 #include "sim/compute_model.hpp"
 
-namespace ptsim::sim {
+namespace ptsim::calibration {
 using core::InputError;
 
 std::string default_published_runs_path() {
-  return core::data_path("reports/calibration/published_single_gpu.json");
+  return core::data_path("calibration/data/published_single_gpu.json");
 }
 
 PublishedRunSet load_published_runs(const std::string& path) {
@@ -71,7 +71,7 @@ PublishedRunSet load_published_runs(const std::string& path) {
 
 double predict_run(const PublishedRun& run, const hwprofiles::GpuProfile& gpu) {
   models::TaskGraph g = models::build_task_graph(models::load_model(run.model), run.recipe);
-  return predict_single_device(g, gpu).sequences_per_second;
+  return sim::predict_single_device(g, gpu).sequences_per_second;
 }
 
 void set_parameter(hwprofiles::GpuProfile& gpu, const std::string& parameter, double value) {
@@ -151,7 +151,7 @@ FitResult fit_group(const PublishedRunSet& set, const std::string& group_name, c
     for (const auto& c : cases) {
       hwprofiles::GpuProfile gpu = c.base;
       for (const auto& [p, v] : values) set_parameter(gpu, p, v);
-      double predicted = predict_single_device(c.graph, gpu).sequences_per_second;
+      double predicted = sim::predict_single_device(c.graph, gpu).sequences_per_second;
       if (c.run->role == "fit") objective += std::pow(std::log(predicted / c.run->sequences_per_second), 2);
       if (errors) errors->push_back({c.run->id, c.run->role, c.run->sequences_per_second, predicted});
     }
@@ -170,4 +170,4 @@ FitResult fit_group(const PublishedRunSet& set, const std::string& group_name, c
   return result;
 }
 
-}  // namespace ptsim::sim
+}  // namespace ptsim::calibration

@@ -1,4 +1,4 @@
-// sim/calibration.hpp — fit compute-model parameters of GPU profiles to measured or published runs.
+// calibration/published_fit.hpp — fit compute-model parameters of GPU profiles to measured or published runs.
 // A fit group (e.g. "v100") names the parameters it fits and the profiles it applies to; runs marked
 // "holdout" never enter the objective, so their error is an honest extrapolation error.
 // Objective: Σ over fit runs of log(predicted / measured)²; minimised by coordinate search.
@@ -11,7 +11,7 @@
 #include "hwprofiles/profiles.hpp"
 #include "models/recipe.hpp"
 
-namespace ptsim::sim {
+namespace ptsim::calibration {
 
 struct PublishedRun {
   std::string id;
@@ -73,4 +73,4 @@ std::map<std::string, double> minimize_coordinatewise(
 
 FitResult fit_group(const PublishedRunSet& set, const std::string& group, const hwprofiles::ProfileSet& profiles);
 
-}  // namespace ptsim::sim
+}  // namespace ptsim::calibration
