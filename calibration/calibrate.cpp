@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <ctime>
 
 #include "core/error.hpp"
@@ -17,33 +18,59 @@ std::string today_utc() {
   return date;
 }
 
-std::vector<hwprofiles::QuantityUpdate> fitted_quantities(
-    const hwprofiles::GpuProfile& gpu, const std::map<std::string, double>& values,
-    const std::function<std::string(const std::string&)>& provenance) {
-  std::vector<hwprofiles::QuantityUpdate> updates;
+std::vector<std::string> write_fitted_values(const std::string& profiles_dir, const hwprofiles::ProfileSet& profiles,
+                                             const hwprofiles::GpuProfile& device, const std::string& stack_name,
+                                             const std::map<std::string, double>& values,
+                                             const std::function<std::string(const std::string&)>& provenance) {
+  const hwprofiles::StackProfile& stack = hwprofiles::find_stack(profiles, stack_name);
+  const hwprofiles::StackFit* fit = hwprofiles::stack_fit_for(stack, device.name);
+  if (!fit) throw core::InputError("stack '" + stack_name + "' has no entry for GPU '" + device.name + "'");
+  std::vector<hwprofiles::QuantityUpdate> stack_updates, gpu_updates;
+  auto in_fit = [&](const std::string& key) { return std::vector<std::string>{"fits", fit->family, key}; };
   for (const auto& [parameter, value] : values) {
     if (parameter == "gemm_efficiency_scale") {
-      hwprofiles::GpuProfile scaled = gpu;
+      hwprofiles::GpuProfile scaled = device;
       set_parameter(scaled, parameter, value);
-      updates.push_back({{"gemm", "max_efficiency"}, scaled.gemm.max_efficiency, "fraction",
-                         provenance(fmt::format("large-GEMM efficiency × {:.4f}", value))});
-      updates.push_back({{"batched_gemm", "max_efficiency"}, scaled.batched_gemm.max_efficiency, "fraction",
-                         provenance(fmt::format("batched-GEMM efficiency × {:.4f}", value))});
+      stack_updates.push_back({in_fit("gemm_max_efficiency"), scaled.gemm.max_efficiency, "fraction",
+                               provenance(fmt::format("large-GEMM efficiency × {:.4f}", value))});
+      stack_updates.push_back({in_fit("batched_gemm_max_efficiency"), scaled.batched_gemm.max_efficiency, "fraction",
+                               provenance(fmt::format("batched-GEMM efficiency × {:.4f}", value))});
     } else if (parameter == "kernel_launch_seconds") {
-      updates.push_back({{"kernel_launch_overhead"}, value * 1e6, "us", provenance("per-op overhead")});
-    } else {
-      updates.push_back({{parameter}, value, "fraction", provenance(parameter)});
+      stack_updates.push_back({in_fit("kernel_launch_overhead"), value * 1e6, "us", provenance("per-op overhead")});
+    } else if (parameter == "memory_efficiency") {
+      stack_updates.push_back({in_fit("memory_efficiency"), value, "fraction", provenance(parameter)});
+    } else {  // sustained_clock_fraction: the board's, kept in the GPU profile
+      gpu_updates.push_back({{parameter}, value, "fraction", provenance(parameter)});
     }
   }
-  return updates;
+  std::vector<std::string> written;
+  if (!stack_updates.empty()) {
+    written.push_back(profiles_dir + "/stacks/" + stack_name + ".json");
+    hwprofiles::write_quantities(written.back(), stack_updates);
+  }
+  if (!gpu_updates.empty())
+    for (const auto& gpu : fit->gpus) {
+      written.push_back(profiles_dir + "/gpus/" + gpu + ".json");
+      hwprofiles::write_quantities(written.back(), gpu_updates);
+    }
+  return written;
 }
 
 // ---------------------------------------------------------------- published runs
 
-PublishedCalibration calibrate_published(const std::string& runs_path, const hwprofiles::ProfileSet& profiles) {
+PublishedCalibration calibrate_published(const std::string& runs_path, const hwprofiles::ProfileSet& profiles,
+                                         const std::vector<std::string>& groups) {
   PublishedCalibration c;
   c.set = load_published_runs(runs_path);
-  for (const auto& [name, group] : c.set.groups) c.fits.push_back(fit_group(c.set, name, profiles));
+  std::vector<std::string> names;
+  for (const auto& [name, group] : c.set.groups) names.push_back(name);
+  for (const auto& g : groups)
+    if (!c.set.groups.count(g))
+      throw core::InputError(fmt::format("--group: {} has no fit group '{}' (its groups: {})", c.set.path, g,
+                                         fmt::join(names, ", ")));
+  for (const auto& name : names)
+    if (groups.empty() || std::find(groups.begin(), groups.end(), name) != groups.end())
+      c.fits.push_back(fit_group(c.set, name, profiles));
   return c;
 }
 
@@ -93,30 +120,29 @@ std::vector<std::string> write_published_fit(const std::string& profiles_dir, co
   std::string fit_runs;
   for (const auto& run : c.set.runs)
     if (run.fit_group == fit.group && run.role == "fit") fit_runs += (fit_runs.empty() ? "" : ", ") + run.id;
-  std::vector<std::string> written;
-  for (const auto& gpu_name : group.apply_to) {
-    const std::string path = profiles_dir + "/gpus/" + gpu_name + ".json";
-    hwprofiles::write_quantities(
-        path, fitted_quantities(hwprofiles::find_gpu(profiles, gpu_name), fit.values, [&](const std::string& what) {
-          return fmt::format("fitted: {} by 'ptsim calibrate published' on {} "
-                             "(calibration/data/published_single_gpu.json), {}; group '{}': {}",
-                             what, fit_runs, date, fit.group, group.why);
-        }));
-    written.push_back(path);
-  }
-  return written;
+  // Any run of the group gives the device the fit started from (the family's GPUs share the stack values).
+  const PublishedRun* first = nullptr;
+  for (const auto& run : c.set.runs)
+    if (run.fit_group == fit.group && !first) first = &run;
+  return write_fitted_values(profiles_dir, profiles, hwprofiles::device_profile(profiles, first->gpu, group.stack),
+                             group.stack, fit.values, [&](const std::string& what) {
+                               return fmt::format("fitted: {} by 'ptsim calibrate published' on {} "
+                                                  "(calibration/data/published_single_gpu.json), {}; group '{}': {}",
+                                                  what, fit_runs, date, fit.group, group.why);
+                             });
 }
 
 // ---------------------------------------------------------------- measured op times
 
 MeasuredCalibration calibrate_measured(const std::vector<std::string>& files, const std::vector<std::string>& holdout_files,
-                                       const std::string& device, const std::vector<std::string>& parameters,
-                                       const hwprofiles::ProfileSet& profiles) {
+                                       const std::string& device, const std::string& stack,
+                                       const std::vector<std::string>& parameters, const hwprofiles::ProfileSet& profiles) {
   MeasuredCalibration c;
   c.device = device;
+  c.stack = stack.empty() ? hwprofiles::default_stack_for(profiles, device) : stack;
   c.files = files;
   c.holdout_files = holdout_files;
-  const hwprofiles::GpuProfile& base = hwprofiles::find_gpu(profiles, device);
+  const hwprofiles::GpuProfile base = hwprofiles::device_profile(profiles, device, c.stack);
   for (const auto& f : files) c.fit.push_back(load_op_times(f));
   for (const auto& f : holdout_files) c.holdout.push_back(load_op_times(f));
   for (const auto& t : c.fit)
@@ -128,7 +154,7 @@ MeasuredCalibration calibrate_measured(const std::vector<std::string>& files, co
 
 std::string render_measured_fit(const MeasuredCalibration& c) {
   const OpFit& r = c.result;
-  std::string out = fmt::format("fit of '{}' to {} measured step(s):", c.device, c.fit.size());
+  std::string out = fmt::format("fit of '{}' under stack '{}' to {} measured step(s):", c.device, c.stack, c.fit.size());
   for (const auto& [p, v] : r.values) out += fmt::format("  {} = {:.4g}", p, v);
   out += "\n\n";
   reports::TextTable kinds({"op kind", "measured ms/step", "before", "error", "after", "error"});
@@ -166,16 +192,15 @@ nlohmann::json measured_report_json(const MeasuredCalibration& c) {
           {"files", c.files}, {"holdout_files", c.holdout_files}, {"kinds", kinds_json}, {"steps", steps_json}};
 }
 
-std::string write_measured_fit(const std::string& profiles_dir, const MeasuredCalibration& c,
-                               const hwprofiles::ProfileSet& profiles, const std::string& date) {
+std::vector<std::string> write_measured_fit(const std::string& profiles_dir, const MeasuredCalibration& c,
+                                            const hwprofiles::ProfileSet& profiles, const std::string& date) {
   std::string on;
   for (const auto& t : c.fit) on += (on.empty() ? "" : ", ") + t.path + " (" + t.device + ")";
-  const std::string path = profiles_dir + "/gpus/" + c.device + ".json";
-  hwprofiles::write_quantities(
-      path, fitted_quantities(hwprofiles::find_gpu(profiles, c.device), c.result.values, [&](const std::string& what) {
-        return fmt::format("fitted: {} by 'ptsim calibrate measured' on per-op times {}, {}", what, on, date);
-      }));
-  return path;
+  return write_fitted_values(profiles_dir, profiles, hwprofiles::device_profile(profiles, c.device, c.stack), c.stack,
+                             c.result.values, [&](const std::string& what) {
+                               return fmt::format("fitted: {} by 'ptsim calibrate measured' on per-op times {}, {}",
+                                                  what, on, date);
+                             });
 }
 
 }  // namespace ptsim::calibration

@@ -123,6 +123,7 @@ Scenario parse_scenario(const Json& json, const std::string& source) {
   }
   if (r.has("recipe")) {
     JsonReader t = r.child("recipe");
+    s.stack = t.get_string("stack", "");
     s.recipe.precision = models::parse_precision(t.get_string("precision", "fp16"), t.where("precision"));
     s.recipe.optimizer = models::parse_optimizer(t.get_string("optimizer", "lamb"), t.where("optimizer"));
     s.recipe.tensor_parallel = t.get_int("tensor_parallel", core::ranges::parallel, 1);

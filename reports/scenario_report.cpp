@@ -289,7 +289,7 @@ json load_sweep_for_report(const std::string& path) {
 
 json collect_scenario_report(const std::string& scenario_name, const ScenarioReportOptions& options,
                              const hwprofiles::ProfileSet& profiles) {
-  const Scenario s = load_scenario(scenario_name, options.overrides);
+  const Scenario s = with_stack(load_scenario(scenario_name, options.overrides), profiles);
   PredictionCache cache;
   PredictOptions predict_options;
   predict_options.record_trace = true;

@@ -29,11 +29,11 @@ void write_report(const std::string& report_path, const nlohmann::json& report, 
 }
 
 int calibrate_measured(const std::vector<std::string>& files, const std::vector<std::string>& holdout_files,
-                       const std::string& device, const std::vector<std::string>& parameters,
+                       const std::string& device, const std::string& stack, const std::vector<std::string>& parameters,
                        const std::string& profiles_dir, bool write, const std::string& report_path) {
   const std::string chart_library = report_library(report_path);
   hwprofiles::ProfileSet profiles = hwprofiles::load_profiles(profiles_dir);
-  calibration::MeasuredCalibration c = calibration::calibrate_measured(files, holdout_files, device, parameters, profiles);
+  calibration::MeasuredCalibration c = calibration::calibrate_measured(files, holdout_files, device, stack, parameters, profiles);
   fmt::print("{}", calibration::render_measured_fit(c));
   if (!report_path.empty()) {
     write_report(report_path, calibration::measured_report_json(c), chart_library);
@@ -47,10 +47,12 @@ int calibrate_measured(const std::vector<std::string>& files, const std::vector<
     fmt::print(" ) would have moved the fit step's error from {:+.1f}% to {:+.1f}%\n",
                100 * (r.fit_predicted_before / r.fit_measured_seconds - 1),
                100 * (r.rejected_predicted_after / r.fit_measured_seconds - 1));
-    if (write) fmt::print("nothing written to {}/gpus/{}.json\n", profiles_dir, device);
+    if (write) fmt::print("nothing written to {}/stacks/{}.json\n", profiles_dir, c.stack);
     return 0;
   }
-  if (write) fmt::print("wrote {}\n", calibration::write_measured_fit(profiles_dir, c, profiles, calibration::today_utc()));
+  if (write)
+    for (const auto& path : calibration::write_measured_fit(profiles_dir, c, profiles, calibration::today_utc()))
+      fmt::print("wrote {}\n", path);
   return 0;
 }
 
@@ -59,14 +61,16 @@ int calibrate_measured(const std::vector<std::string>& files, const std::vector<
 int run_calibrate_command(int argc, char** argv) {
   CLI::App app{"Fit GPU compute-model parameters to measured or published runs", "calibrate"};
   app.require_subcommand(1);
-  CLI::App* published = app.add_subcommand("published", "fit V100/T4 profiles to the published single-GPU runs");
+  CLI::App* published = app.add_subcommand("published", "fit the software stacks to the published single-GPU runs");
   std::string runs_path = calibration::default_published_runs_path();
   std::string profiles_dir = hwprofiles::hwprofiles_directory();
   std::string format = "table";
   bool write = false;
   published->add_option("--runs", runs_path, "published runs file")->capture_default_str();
   published->add_option("--profiles", profiles_dir, "hardware profile directory")->capture_default_str();
-  published->add_flag("--write", write, "store the fitted values (with provenance) in the GPU profiles");
+  std::vector<std::string> groups;
+  published->add_option("--group", groups, "fit only these fit groups (default: every group in the runs file)");
+  published->add_flag("--write", write, "store the fitted values (with provenance) in the stacks (hwprofiles/stacks)");
   published->add_option("--format", format, "table | json")->check(CLI::IsMember({"table", "json"}));
   std::string report_path;
   published->add_option("--report", report_path, "also write measured vs predicted, before and after the fit, as an HTML page");
@@ -80,16 +84,18 @@ int run_calibrate_command(int argc, char** argv) {
   measured->add_option("--op-times", measured_files, "measured ptsim.op_times.v1 files to fit on")->required();
   measured->add_option("--holdout", holdout_files, "measured files kept out of the fit (their error is reported)");
   measured->add_option("--profile", device, "the device profile to fit (hwprofiles/gpus)")->capture_default_str();
+  std::string stack;
+  measured->add_option("--stack", stack, "the software stack whose values are fitted (default: the one stack with values for --profile)");
   measured->add_option("--profiles", profiles_dir, "hardware profile directory")->capture_default_str();
   measured->add_flag("--write", write, "store the fitted values (with provenance) in the profile");
   measured->add_option("--report", report_path, "also write measured vs predicted per op kind, before and after the fit, as an HTML page");
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   if (measured->parsed())
-    return calibrate_measured(measured_files, holdout_files, device, parameters, profiles_dir, write, report_path);
+    return calibrate_measured(measured_files, holdout_files, device, stack, parameters, profiles_dir, write, report_path);
 
   const std::string chart_library = report_library(report_path);
   hwprofiles::ProfileSet profiles = hwprofiles::load_profiles(profiles_dir);
-  calibration::PublishedCalibration c = calibration::calibrate_published(runs_path, profiles);
+  calibration::PublishedCalibration c = calibration::calibrate_published(runs_path, profiles, groups);
   const std::string date = calibration::today_utc();
   for (const auto& fit : c.fits) {
     if (format == "table") fmt::print("{}", calibration::render_published_fit(c, fit));

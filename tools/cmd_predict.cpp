@@ -29,11 +29,14 @@ namespace {
 int predict_single_gpu(const hwprofiles::ProfileSet& profiles, const std::string& gpu_name,
                        const std::string& model_name, const RecipeFlags& flags, const std::string& format,
                        const std::string& op_times_path) {
-  const hwprofiles::GpuProfile& gpu = hwprofiles::find_gpu(profiles, gpu_name);
+  const std::string stack = flags.stack.empty() ? hwprofiles::default_stack_for(profiles, gpu_name) : flags.stack;
+  const hwprofiles::GpuProfile gpu = hwprofiles::device_profile(profiles, gpu_name, stack);
   models::ModelSpec model = models::load_model(model_name);
   models::Recipe recipe = to_recipe(flags);
+  sim::apply_stack_fusions(recipe, hwprofiles::find_stack(profiles, stack));
   if (recipe.data_parallel != 1 || recipe.tensor_parallel != 1)
     throw core::InputError("--gpu predicts one GPU: use --node/--nodes (or --scenario) for data or tensor parallelism");
+  (void)sim::peak_precision_flops_per_second(gpu, recipe.precision);  // a precision the GPU lacks: said first
   models::TaskGraph graph = models::build_task_graph(model, recipe);
   models::MemoryPlan plan = models::plan_memory(graph);
   sim::require_fits(model, recipe, plan, gpu);
@@ -59,6 +62,7 @@ int predict_single_gpu(const hwprofiles::ProfileSet& profiles, const std::string
     nlohmann::json j;
     j["model"] = model.name;
     j["gpu"] = gpu.name;
+    j["stack"] = gpu.stack;
     j["recipe"] = models::graph_to_json(graph, plan, false)["recipe"];
     j["step_seconds"] = p.step_seconds;
     j["micro_step_seconds"] = p.micro_step_seconds;
@@ -123,6 +127,7 @@ const std::vector<NotApplied> kScenarioUnused = {
     {"--max-predictions", "use --set phases.0.max_predictions=N"},
     {"--no-dropout", "cluster predictions always include dropout"},
     {"--no-clipping", "use --set recipe.gradient_clipping=false"},
+    {"--stack", "use --set recipe.stack=NAME"},
 };
 
 const std::vector<NotApplied> kNodeUnused = {
@@ -147,6 +152,7 @@ core::Json scenario_from_flags(const std::string& model, const std::string& node
   if (!network.empty()) j["cluster"]["network"] = network;
   j["recipe"] = {{"precision", f.precision}, {"optimizer", f.optimizer}, {"tensor_parallel", f.tensor_parallel},
                  {"recompute", f.recompute}, {"bucket_mib", f.bucket_mib}, {"gradient_clipping", !f.no_clipping}};
+  if (!f.stack.empty()) j["recipe"]["stack"] = f.stack;
   core::Json phase = {{"name", "phase1"}, {"seq_len", f.seq_len}, {"micro_batch", f.micro_batch},
                       {"grad_accum", f.grad_accum}, {"steps", steps}};
   if (f.max_predictions > 0) phase["max_predictions"] = f.max_predictions;

@@ -21,10 +21,12 @@ struct RecipeFlags {
   int64_t max_predictions = 0;
   bool no_dropout = false;
   bool no_clipping = false;
+  std::string stack;  // software stack (hwprofiles/stacks); "" = the GPU's one stack (graph: no fusions)
 };
 
 inline void add_recipe_flags(CLI::App& app, RecipeFlags& f) {
-  app.add_option("--precision", f.precision, "fp32 | fp16 | bf16")->capture_default_str();
+  app.add_option("--precision", f.precision, "fp32 | tf32 | fp16 | bf16")->capture_default_str();
+  app.add_option("--stack", f.stack, "software stack (ptsim profiles list): its fitted values and the ops it fuses");
   app.add_option("--micro-batch", f.micro_batch, "sequences per micro-step per data-parallel rank")->capture_default_str();
   app.add_option("--seq-len", f.seq_len, "sequence length")->capture_default_str();
   app.add_option("--grad-accum", f.grad_accum, "micro-steps per optimizer step")->capture_default_str();

@@ -47,7 +47,7 @@ models::TaskGraph tiny_graph(int64_t micro_batch) {
 
 TEST_CASE("a fit to op times made by a known profile recovers that profile's step time") {
   hwprofiles::ProfileSet profiles = hwprofiles::load_profiles();
-  const hwprofiles::GpuProfile truth = hwprofiles::find_gpu(profiles, "cpu-xeon-2c");
+  const hwprofiles::GpuProfile truth = hwprofiles::device_profile(profiles, "cpu-xeon-2c", "ptsim-cpu");
   std::string fit_file = write_op_times(tiny_graph(8), truth, "ptsim_optimes_fit.json");
   std::string holdout_file = write_op_times(tiny_graph(16), truth, "ptsim_optimes_holdout.json");
   calibration::OpTimes fit = calibration::load_op_times(fit_file);
@@ -81,7 +81,7 @@ TEST_CASE("a malformed op-times file is an input error naming the field") {
 
 TEST_CASE("op-times files: unknown or repeated op ids and all-zero times are input errors") {
   hwprofiles::ProfileSet profiles = hwprofiles::load_profiles();
-  const std::string good = write_op_times(tiny_graph(8), hwprofiles::find_gpu(profiles, "cpu-xeon-2c"), "ptsim_optimes_ids.json");
+  const std::string good = write_op_times(tiny_graph(8), hwprofiles::device_profile(profiles, "cpu-xeon-2c", "ptsim-cpu"), "ptsim_optimes_ids.json");
   std::ifstream in(good);
   const core::Json original = core::Json::parse(in);
   const std::string path = (std::filesystem::temp_directory_path() / "ptsim_optimes_mutated.json").string();
@@ -109,7 +109,7 @@ TEST_CASE("a fit that would make the step-total error worse keeps the prior para
   // the step totals agree (error before ~0): the errors cancel, as in issue #9's -14% -> +17% case. Fitting
   // only memory_efficiency speeds up the memory-bound ops and so moves the step total away.
   hwprofiles::ProfileSet profiles = hwprofiles::load_profiles();
-  const hwprofiles::GpuProfile gpu = hwprofiles::find_gpu(profiles, "cpu-xeon-2c");
+  const hwprofiles::GpuProfile gpu = hwprofiles::device_profile(profiles, "cpu-xeon-2c", "ptsim-cpu");
   calibration::OpTimes t = calibration::load_op_times(write_op_times(tiny_graph(8), gpu, "ptsim_optimes_cancel.json"));
   auto is_gemm = [](const calibration::MeasuredOp& m) {
     return m.op.kind == models::OpKind::gemm || m.op.kind == models::OpKind::batched_gemm;

@@ -12,34 +12,38 @@
 
 using namespace ptsim;
 
-TEST_CASE("the shipped V100 and T4 profiles reproduce the published single-GPU runs") {
+TEST_CASE("the shipped stacks reproduce the published single-GPU runs they were fitted on") {
   // Published throughputs: REFERENCE.md (NVIDIA DeepLearningExamples README; T4 paper's benchmark logs).
-  // Fit runs: within 5% (the fit has as many parameters as runs for T4, and two for two runs on V100).
-  // Held-out DGX-1 runs (never seen by the fit): within 10% — a real extrapolation to another V100
-  // variant, memory size and micro-batch.
+  // Fit runs: within 5% (two parameters per group; the A100 groups fit fp16 and TF32 at seq 128 to ~4%).
+  // Held-out runs (never seen by the fit): within 10% — a real extrapolation (DGX-1 V100s: another V100
+  // variant, memory size and micro-batch; NGC 20.06 A100: seq 512) — except NGC 21.11 + LDDL at seq 512,
+  // whose loader bins phase 2 by 64 tokens: its sequences are shorter than the 512 ptsim costs, so ptsim
+  // must under-predict them (docs/stacks.md; the error is printed by ptsim validate, not fitted away).
   hwprofiles::ProfileSet profiles = hwprofiles::load_profiles();
   calibration::PublishedRunSet set = calibration::load_published_runs(calibration::default_published_runs_path());
-  REQUIRE(set.runs.size() == 6);
+  REQUIRE(set.runs.size() == 14);
   int holdouts = 0;
   for (const auto& run : set.runs) {
-    double predicted = calibration::predict_run(run, hwprofiles::find_gpu(profiles, run.gpu));
+    double predicted = calibration::predict_run(run, profiles);
     CAPTURE(run.id);
     CAPTURE(predicted);
     if (run.role == "fit") {
       CHECK(predicted == doctest::Approx(run.sequences_per_second).epsilon(0.05));
+    } else if (run.stack == "pytorch-ngc21.11-lddl") {
+      ++holdouts;
+      CHECK(predicted < run.sequences_per_second);
     } else {
       ++holdouts;
       CHECK(predicted == doctest::Approx(run.sequences_per_second).epsilon(0.10));
     }
   }
-  CHECK(holdouts == 2);
+  CHECK(holdouts == 6);
 }
 
 TEST_CASE("the fit recovers parameters it did not start from") {
   // Perturb the shipped V100 profiles' memory efficiency and refit: the objective returns to ~0.
   hwprofiles::ProfileSet profiles = hwprofiles::load_profiles();
-  for (auto& [name, gpu] : profiles.gpus)
-    if (name.rfind("v100", 0) == 0) gpu.memory_efficiency *= 0.6;
+  profiles.stacks.at("pytorch-apex-ngc19.07").fits.at("gv100").memory_efficiency *= 0.6;
   calibration::PublishedRunSet set = calibration::load_published_runs(calibration::default_published_runs_path());
   calibration::FitResult fit = calibration::fit_group(set, "v100", profiles);
   for (const auto& e : fit.after)
@@ -61,13 +65,14 @@ TEST_CASE("calibrate published --write stores the fitted values, with provenance
     if (fit.group == "v100") v100 = &fit;
   REQUIRE(v100 != nullptr);
   std::vector<std::string> written = calibration::write_published_fit(dir.path.string(), c, *v100, profiles, "2000-01-02");
-  CHECK(written.size() == c.set.groups.at("v100").apply_to.size());
+  CHECK(written.size() == 1);  // the stack file: the V100 group fits no GPU-profile parameter
   hwprofiles::ProfileSet reread = hwprofiles::load_profiles(dir.path.string());
-  for (const auto& name : c.set.groups.at("v100").apply_to) {
-    const hwprofiles::GpuProfile& g = hwprofiles::find_gpu(reread, name);
+  for (const auto& name : reread.stacks.at("pytorch-apex-ngc19.07").fits.at("gv100").gpus) {
+    const hwprofiles::GpuProfile g = hwprofiles::device_profile(reread, name, "pytorch-apex-ngc19.07");
     CAPTURE(name);
     CHECK(g.memory_efficiency == doctest::Approx(v100->values.at("memory_efficiency")).epsilon(1e-12));
-    CHECK(g.sources.at("memory_efficiency").find("fitted: memory_efficiency by 'ptsim calibrate published'") == 0);
+    CHECK(g.sources.at("memory_efficiency").find("fitted: memory_efficiency by 'ptsim calibrate published'") !=
+          std::string::npos);
     CHECK(g.sources.at("memory_efficiency").find("2000-01-02") != std::string::npos);
   }
   // The JSON the command prints has one entry per group, with every run of the group.

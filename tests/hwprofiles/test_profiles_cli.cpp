@@ -41,7 +41,7 @@ TEST_CASE("ptsim profiles list --format json is parseable and in SI units") {
 TEST_CASE("ptsim profiles show prints every field with its source") {
   auto r = run_ptsim("profiles show v100-sxm3-32gb");
   REQUIRE(r.exit_code == 0);
-  for (const char* field : {"memory_bandwidth", "peak_fp16_tensor", "sustained_clock_fraction", "gemm.max_efficiency",
+  for (const char* field : {"memory_bandwidth", "peak_fp16_tensor", "sustained_clock_fraction", "gemm.half_size",
                             "memory_bound.half_size", "power"})
     CHECK_MESSAGE(r.output.find(field) != std::string::npos, field);
   CHECK(r.output.find("130 TFLOP/s") != std::string::npos);  // REFERENCE.md: ~130 TFLOPS at 450 W

@@ -58,14 +58,14 @@ TEST_CASE("a precision the GPU lacks is a clear input error") {
   r.precision = models::Precision::bf16;
   r.micro_batch = 2;
   models::TaskGraph g = models::build_task_graph(models::load_model("bert-tiny"), r);
-  CHECK_THROWS_WITH_AS(sim::predict_single_device(g, hwprofiles::find_gpu(profiles, "v100-sxm2-16gb")),
+  CHECK_THROWS_WITH_AS(sim::predict_single_device(g, hwprofiles::device_profile(profiles, "v100-sxm2-16gb", "pytorch-apex-ngc19.07")),
                        doctest::Contains("has no bf16 tensor-core math"), core::InputError);
 }
 
 TEST_CASE("BERT-large seq 512 micro-batch 32 fp16 + LAMB is refused on a 16 GB T4; micro-batch 4 fits") {
   // The example of issue #2 (what the T4 paper ran into at phase 2).
   hwprofiles::ProfileSet profiles = hwprofiles::load_profiles();
-  const auto& t4 = hwprofiles::find_gpu(profiles, "t4");
+  const auto t4 = hwprofiles::device_profile(profiles, "t4", "pytorch-apex-ngc19.07");
   models::ModelSpec m = models::load_model("bert-large");
   models::Recipe r;
   r.seq_len = 512;
@@ -83,4 +83,35 @@ TEST_CASE("BERT-large seq 512 micro-batch 32 fp16 + LAMB is refused on a 16 GB T
   CHECK(best >= 4);
   r.micro_batch = best + 1;
   CHECK_FALSE(sim::check_memory(models::plan_memory(models::build_task_graph(m, r)), t4).fits);
+}
+
+TEST_CASE("tf32 GEMMs are timed against the tensor-core TF32 peak (hand-computed roofline)") {
+  hwprofiles::GpuProfile g = toy_gpu();
+  g.peak_tf32_flops_per_second = 50e12;
+  models::Op op;
+  op.kind = models::OpKind::gemm;
+  op.dtype = models::DType::f32;
+  op.flops = 1e9;
+  op.bytes_read = 1e3;
+  // fp32 SIMT: eff 0.25, rate 10e12 · 0.5 · 0.25 = 1.25e12 → 800 µs; + 5 µs.
+  CHECK(sim::op_cost(op, g).seconds == doctest::Approx(805e-6).epsilon(1e-9));
+  // TF32: rate 50e12 · 0.5 · 0.25 = 6.25e12 → 160 µs; + 5 µs.
+  op.tf32_math = true;
+  CHECK(sim::op_cost(op, g).seconds == doctest::Approx(165e-6).epsilon(1e-9));
+  // A100 datasheet: 156 TFLOP/s TF32 dense (hwprofiles/gpus/a100-40gb.json).
+  hwprofiles::ProfileSet profiles = hwprofiles::load_profiles();
+  CHECK(sim::peak_precision_flops_per_second(hwprofiles::find_gpu(profiles, "a100-40gb"), models::Precision::tf32) ==
+        doctest::Approx(156e12).epsilon(1e-12));
+}
+
+TEST_CASE("tf32 on a GPU without it is an input error naming the GPU and what it supports") {
+  hwprofiles::ProfileSet profiles = hwprofiles::load_profiles();
+  models::Recipe r;
+  r.precision = models::Precision::tf32;
+  r.micro_batch = 2;
+  models::TaskGraph g = models::build_task_graph(models::load_model("bert-tiny"), r);
+  const auto v100 = hwprofiles::device_profile(profiles, "v100-sxm2-16gb", "pytorch-apex-ngc19.07");
+  CHECK_THROWS_WITH_AS(sim::predict_single_device(g, v100), doctest::Contains("GPU 'v100-sxm2-16gb' has no tf32"),
+                       core::InputError);
+  CHECK_THROWS_WITH_AS(sim::predict_single_device(g, v100), doctest::Contains("it supports fp32, fp16"), core::InputError);
 }
