@@ -68,7 +68,7 @@ inline constexpr IntRange every_steps{0, int64_t{1} << 40, "0 = never; otherwise
 inline constexpr IntRange nodes_per_leaf{0, 100'000, "0 = one switch for all nodes; at most the node count range"};
 inline constexpr NumberRange epochs{0, 1e6, true, "a million passes over a dataset is far beyond any run"};
 inline constexpr NumberRange dataset_sequences{0, 1e15, true, "10^15 sequences is far beyond any corpus"};
-inline constexpr NumberRange bucket_mb{0, 1 << 20, true, "gradient buckets up to 1 TiB"};
+inline constexpr NumberRange bucket_mib{0, 1 << 20, true, "gradient buckets up to 1 TiB"};
 inline constexpr NumberRange seconds{0, 1e9, false, "an overhead of 10^9 s (32 years) is beyond any run"};
 }  // namespace ranges
 

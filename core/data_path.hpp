@@ -1,5 +1,5 @@
 // core/data_path.hpp — where ptsim's shipped data lives (models/, hwprofiles/, reports/scenarios,
-// reports/calibration): $PTSIM_ROOT if set; else, for the binary `meson install` put in <prefix>/bin, the
+// calibration/data): $PTSIM_ROOT if set; else, for the binary `meson install` put in <prefix>/bin, the
 // data it installed beside it (<prefix>/share/ptsim); else the source tree the binary was built from
 // (PTSIM_SOURCE_DIR). core/data_path.cpp; the install rules are in the top-level meson.build.
 #pragma once

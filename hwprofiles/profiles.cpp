@@ -100,14 +100,24 @@ int read_count(JsonReader& r, const std::string& key, Sources& sources) {
   return static_cast<int>(read_quantity(r, key, Dimension::count, Range::positive, sources));
 }
 
-EfficiencyCurve read_curve(JsonReader& r, const std::string& key, Dimension size_dim, Sources& sources) {
+// A curve's ramp on this chip: {"half_size": quantity}; its ceiling comes from the stack.
+double read_half_size(JsonReader& r, const std::string& key, Dimension size_dim, Sources& sources) {
   JsonReader c = r.child(key);
-  EfficiencyCurve curve;
-  curve.max_efficiency = read_quantity(c, "max_efficiency", Dimension::fraction, Range::fraction, sources,
-                                       key + ".max_efficiency");
-  curve.half_size = read_quantity(c, "half_size", size_dim, Range::non_negative, sources, key + ".half_size");
+  const double half = read_quantity(c, "half_size", size_dim, Range::non_negative, sources, key + ".half_size");
   c.finish();
-  return curve;
+  return half;
+}
+
+std::vector<std::string> read_names(JsonReader& r, const std::string& key, bool may_be_empty) {
+  const Json& list = r.raw(key);
+  if (!list.is_array() || (!may_be_empty && list.empty()))
+    r.fail(key, may_be_empty ? "a list of names" : "a non-empty list of names");
+  std::vector<std::string> names;
+  for (const auto& v : list) {
+    if (!v.is_string() || v.get<std::string>().empty()) r.fail(key, "a list of non-empty strings");
+    names.push_back(v.get<std::string>());
+  }
+  return names;
 }
 
 std::string file_stem(const std::string& path) { return fs::path(path).stem().string(); }
@@ -165,20 +175,19 @@ GpuProfile load_gpu_profile(const std::string& path) {
   g.memory_bytes = read_quantity(r, "memory", Dimension::bytes, Range::positive, s);
   g.memory_bandwidth_bytes_per_second =
       read_quantity(r, "memory_bandwidth", Dimension::bytes_per_second, Range::positive, s);
-  g.peak_fp32_flops = read_quantity(r, "peak_fp32", Dimension::flops_per_second, Range::positive, s);
+  g.peak_fp32_flops_per_second = read_quantity(r, "peak_fp32", Dimension::flops_per_second, Range::positive, s);
   // 0 = the part has no such math mode (tf32 before Ampere, bf16 before Ampere).
-  g.peak_tf32_flops = read_quantity(r, "peak_tf32", Dimension::flops_per_second, Range::non_negative, s);
-  g.peak_fp16_tensor_flops =
+  g.peak_tf32_flops_per_second = read_quantity(r, "peak_tf32", Dimension::flops_per_second, Range::non_negative, s);
+  g.peak_fp16_tensor_flops_per_second =
       read_quantity(r, "peak_fp16_tensor", Dimension::flops_per_second, Range::non_negative, s);
-  g.peak_bf16_tensor_flops =
+  g.peak_bf16_tensor_flops_per_second =
       read_quantity(r, "peak_bf16_tensor", Dimension::flops_per_second, Range::non_negative, s);
   g.sustained_clock_fraction =
       read_quantity(r, "sustained_clock_fraction", Dimension::fraction, Range::fraction, s);
-  g.kernel_launch_seconds = read_quantity(r, "kernel_launch_overhead", Dimension::seconds, Range::non_negative, s);
-  g.memory_efficiency = read_quantity(r, "memory_efficiency", Dimension::fraction, Range::fraction, s);
-  g.gemm = read_curve(r, "gemm", Dimension::flops, s);
-  g.batched_gemm = read_curve(r, "batched_gemm", Dimension::flops, s);
-  g.memory_bound = read_curve(r, "memory_bound", Dimension::bytes, s);
+  // The stack's part (launch overhead, efficiency ceilings) is in stacks/*.json; the chip keeps the ramps.
+  g.gemm.half_size = read_half_size(r, "gemm", Dimension::flops, s);
+  g.batched_gemm.half_size = read_half_size(r, "batched_gemm", Dimension::flops, s);
+  g.memory_bound.half_size = read_half_size(r, "memory_bound", Dimension::bytes, s);
   g.reserved_memory_bytes = read_quantity(r, "reserved_memory", Dimension::bytes, Range::non_negative, s);
   g.power_watts = read_quantity(r, "power", Dimension::watts, Range::positive, s);
   g.pcie_generation = r.get_enum("pcie_generation", {"3.0", "4.0", "5.0"}, "");  // absent for CPU profiles
@@ -187,6 +196,51 @@ GpuProfile load_gpu_profile(const std::string& path) {
     r.fail("reserved_memory", fmt::format("less than 'memory' ({} bytes), got {} bytes", g.memory_bytes,
                                           g.reserved_memory_bytes));
   return g;
+}
+
+const std::vector<std::string>& known_fusions() {
+  static const std::vector<std::string> fusions = {"multi_tensor_optimizer", "fused_attention"};
+  return fusions;
+}
+
+bool StackProfile::fuses_op(const std::string& fusion) const {
+  return std::find(fuses.begin(), fuses.end(), fusion) != fuses.end();
+}
+
+StackProfile load_stack_profile(const std::string& path) {
+  const Json json = core::load_json_file(path);
+  JsonReader r(json, path);
+  StackProfile st;
+  st.name = file_stem(path);
+  check_profile_name(path, st.name);
+  st.description = description_and_comment(r);
+  st.source = r.require_string("source");
+  if (st.source.empty()) r.fail("source", "where the stack is described (a README, a container's release notes)");
+  st.fuses = read_names(r, "fuses", true);
+  for (const auto& f : st.fuses)
+    if (std::find(known_fusions().begin(), known_fusions().end(), f) == known_fusions().end())
+      r.fail("fuses", fmt::format("fusions among [{}], got \"{}\"", fmt::join(known_fusions(), ", "), f));
+  JsonReader fits = r.child("fits");
+  if (fits.object().empty()) r.fail("fits", "one entry per GPU family the stack was fitted on");
+  for (auto it = fits.object().begin(); it != fits.object().end(); ++it) {
+    JsonReader e = fits.child(it.key());
+    StackFit fit;
+    fit.family = it.key();
+    fit.gpus = read_names(e, "gpus", false);
+    fit.fitted_on = read_names(e, "fitted_on", true);
+    fit.held_out = read_names(e, "held_out", true);
+    e.get_string("comment", "");
+    Sources& s = fit.sources;
+    fit.kernel_launch_seconds = read_quantity(e, "kernel_launch_overhead", Dimension::seconds, Range::non_negative, s);
+    fit.memory_efficiency = read_quantity(e, "memory_efficiency", Dimension::fraction, Range::fraction, s);
+    fit.gemm_max_efficiency = read_quantity(e, "gemm_max_efficiency", Dimension::fraction, Range::fraction, s);
+    fit.batched_gemm_max_efficiency =
+        read_quantity(e, "batched_gemm_max_efficiency", Dimension::fraction, Range::fraction, s);
+    e.finish();
+    st.fits.emplace(fit.family, std::move(fit));
+  }
+  r.finish();
+  return st;
 }
 
 NodeProfile load_node_profile(const std::string& path) {
@@ -374,7 +428,7 @@ ProfileSet load_profiles(const std::string& directory) {
   for (const char* kind : kinds) any_kind = any_kind || fs::is_directory(root / kind, ec);
   if (!any_kind)
     throw InputError(fmt::format(
-        "{}: not a hardware profile directory (expected sub-folders gpus/, nodes/, networks/, prices/; "
+        "{}: not a hardware profile directory (expected sub-folders gpus/, stacks/, nodes/, networks/, prices/; "
         "set PTSIM_ROOT to the ptsim source tree or pass --dir)",
         directory));
 
@@ -384,7 +438,7 @@ ProfileSet load_profiles(const std::string& directory) {
     auto [it, inserted] = file_of.emplace(name, path);
     if (!inserted)
       throw InputError(fmt::format("{}: name '{}' is already used by {} (profile and price names must be unique "
-                                   "across gpus/, nodes/, networks/ and prices/)",
+                                   "across gpus/, stacks/, nodes/, networks/ and prices/)",
                                    path, name, it->second));
   };
 
@@ -392,6 +446,22 @@ ProfileSet load_profiles(const std::string& directory) {
     GpuProfile g = load_gpu_profile(path);
     claim(g.name, path);
     set.gpus.emplace(g.name, std::move(g));
+  }
+  for (const auto& path : json_files_in(root / "stacks")) {
+    StackProfile st = load_stack_profile(path);
+    claim(st.name, path);
+    std::map<std::string, std::string> family_of;
+    for (const auto& [family, fit] : st.fits)
+      for (const auto& gpu : fit.gpus) {
+        if (!set.gpus.count(gpu))
+          throw InputError(fmt::format("{}: field 'fits.{}.gpus': unknown GPU profile '{}' (known: {})", path, family,
+                                       gpu, join_names(names_of(set.gpus))));
+        auto [at, inserted] = family_of.emplace(gpu, family);
+        if (!inserted)
+          throw InputError(fmt::format("{}: field 'fits.{}.gpus': GPU '{}' is already in family '{}' (one fit per GPU)",
+                                       path, family, gpu, at->second));
+      }
+    set.stacks.emplace(st.name, std::move(st));
   }
   for (const auto& path : json_files_in(root / "networks")) {
     NetworkProfile n = load_network_profile(path);
@@ -471,6 +541,55 @@ const typename Map::mapped_type& find_in(const Map& m, const std::string& name, 
 }  // namespace
 
 const GpuProfile& find_gpu(const ProfileSet& set, const std::string& name) { return find_in(set.gpus, name, "GPU"); }
+const StackProfile& find_stack(const ProfileSet& set, const std::string& name) {
+  return find_in(set.stacks, name, "stack");
+}
+
+const StackFit* stack_fit_for(const StackProfile& stack, const std::string& gpu) {
+  for (const auto& [family, fit] : stack.fits)
+    if (std::find(fit.gpus.begin(), fit.gpus.end(), gpu) != fit.gpus.end()) return &fit;
+  return nullptr;
+}
+
+GpuProfile device_profile(const ProfileSet& set, const std::string& gpu_name, const std::string& stack_name) {
+  GpuProfile g = find_gpu(set, gpu_name);
+  const StackProfile& stack = find_stack(set, stack_name);
+  const StackFit* fit = stack_fit_for(stack, gpu_name);
+  if (!fit) {
+    std::vector<std::string> fitted;
+    for (const auto& [family, f] : stack.fits) fitted.insert(fitted.end(), f.gpus.begin(), f.gpus.end());
+    std::vector<std::string> others;
+    for (const auto& [name, st] : set.stacks)
+      if (stack_fit_for(st, gpu_name)) others.push_back(name);
+    throw InputError(fmt::format("stack '{}' has no values for GPU '{}' (it was fitted on: {}); stacks with values "
+                                 "for '{}': {} (set recipe.stack or --stack)",
+                                 stack_name, gpu_name, join_names(fitted), gpu_name, join_names(others)));
+  }
+  g.stack = stack_name;
+  g.kernel_launch_seconds = fit->kernel_launch_seconds;
+  g.memory_efficiency = fit->memory_efficiency;
+  g.gemm.max_efficiency = fit->gemm_max_efficiency;
+  g.batched_gemm.max_efficiency = fit->batched_gemm_max_efficiency;
+  g.memory_bound.max_efficiency = 1.0;  // the streaming ceiling is memory_efficiency
+  const std::string from = fmt::format("stack {} ({}): ", stack_name, fit->family);
+  g.sources["kernel_launch_overhead"] = from + fit->sources.at("kernel_launch_overhead");
+  g.sources["memory_efficiency"] = from + fit->sources.at("memory_efficiency");
+  g.sources["gemm.max_efficiency"] = from + fit->sources.at("gemm_max_efficiency");
+  g.sources["batched_gemm.max_efficiency"] = from + fit->sources.at("batched_gemm_max_efficiency");
+  return g;
+}
+
+std::string default_stack_for(const ProfileSet& set, const std::string& gpu) {
+  (void)find_gpu(set, gpu);
+  std::vector<std::string> candidates;
+  for (const auto& [name, st] : set.stacks)
+    if (stack_fit_for(st, gpu)) candidates.push_back(name);
+  if (candidates.size() == 1) return candidates.front();
+  throw InputError(fmt::format("GPU '{}': {} (set recipe.stack or --stack; 'ptsim profiles list' shows the stacks)",
+                               gpu, candidates.empty() ? std::string("no stack in stacks/ has values for it")
+                                                       : "several stacks have values for it: " + join_names(candidates)));
+}
+
 const NodeProfile& find_node(const ProfileSet& set, const std::string& name) {
   return find_in(set.nodes, name, "node");
 }

@@ -21,20 +21,49 @@ struct GpuProfile {
   double memory_bytes = 0;
   double memory_bandwidth_bytes_per_second = 0;
   // Dense peak FLOP/s at boost clock, per math mode. 0 = not supported (e.g. bf16 on V100).
-  double peak_fp32_flops = 0;
-  double peak_tf32_flops = 0;
-  double peak_fp16_tensor_flops = 0;
-  double peak_bf16_tensor_flops = 0;
+  double peak_fp32_flops_per_second = 0;
+  double peak_tf32_flops_per_second = 0;
+  double peak_fp16_tensor_flops_per_second = 0;
+  double peak_bf16_tensor_flops_per_second = 0;
   double sustained_clock_fraction = 1.0;   // sustained / boost clock under training load (T4 throttles)
+  // The software stack's part (stacks/*.json, applied by device_profile): 0 until a stack is applied.
+  std::string stack;                       // the applied stack's name ("" = datasheet only: not costable)
   double kernel_launch_seconds = 0;        // per-op fixed overhead (launch + framework dispatch)
-  double memory_efficiency = 1.0;          // achievable fraction of memory bandwidth for streaming ops
-  EfficiencyCurve gemm;                    // compute efficiency of large GEMMs (tensor cores)
-  EfficiencyCurve batched_gemm;            // attention's batched GEMMs
-  EfficiencyCurve memory_bound;            // elementwise / normalisation ops (x in bytes)
+  double memory_efficiency = 0;            // achievable fraction of memory bandwidth for streaming ops
+  // Curves: the chip's ramp (half_size, from gpus/*.json) under the stack's ceiling (max_efficiency).
+  EfficiencyCurve gemm{0, 0};              // compute efficiency of large GEMMs (tensor cores)
+  EfficiencyCurve batched_gemm{0, 0};      // attention's batched GEMMs
+  EfficiencyCurve memory_bound;            // elementwise / normalisation ops (x in bytes); ceiling 1
   double reserved_memory_bytes = 0;        // CUDA context + allocator fragmentation not in the plan
   double power_watts = 0;
   std::string pcie_generation;             // "3.0", "4.0", "5.0"
   std::map<std::string, std::string> sources;  // field -> source
+};
+
+// What a software stack (PyTorch + Apex in one container, ptsim's CPU runtime …) contributes on one GPU
+// family it was fitted on: per-op overhead and the efficiency ceilings, each with its source.
+struct StackFit {
+  std::string family;                      // e.g. "gv100"
+  std::vector<std::string> gpus;           // GPU profiles the values apply to
+  std::vector<std::string> fitted_on;      // runs (calibration/data) the values were fitted on; empty = estimate
+  std::vector<std::string> held_out;       // runs kept out of the fit
+  double kernel_launch_seconds = 0;        // launch + framework dispatch per op
+  double memory_efficiency = 1.0;          // fraction of memory bandwidth streaming ops reach
+  double gemm_max_efficiency = 1.0;        // ceiling of the GEMM curve
+  double batched_gemm_max_efficiency = 1.0;  // ceiling of attention's batched-GEMM curve
+  std::map<std::string, std::string> sources;
+};
+
+// The fusions a stack may declare; each changes the TaskGraph the simulator costs (docs/stacks.md).
+const std::vector<std::string>& known_fusions();
+
+struct StackProfile {
+  std::string name;                        // file stem, e.g. "pytorch-apex-ngc19.07"
+  std::string description;
+  std::string source;
+  std::vector<std::string> fuses;          // names from known_fusions()
+  std::map<std::string, StackFit> fits;    // family -> fitted values
+  bool fuses_op(const std::string& fusion) const;
 };
 
 enum class IntraNodeTopology { pcie_tree, nvlink_cube_mesh, nvswitch };
@@ -99,6 +128,7 @@ struct PriceFile {
 
 struct ProfileSet {
   std::map<std::string, GpuProfile> gpus;
+  std::map<std::string, StackProfile> stacks;
   std::map<std::string, NodeProfile> nodes;
   std::map<std::string, NetworkProfile> networks;
   std::map<std::string, PriceItem> prices;
@@ -116,12 +146,20 @@ std::string hwprofiles_directory();
 
 // Single-file loaders (used by load_profiles and tests). `path` is the JSON file.
 GpuProfile load_gpu_profile(const std::string& path);
+StackProfile load_stack_profile(const std::string& path);
 NodeProfile load_node_profile(const std::string& path);
 NetworkProfile load_network_profile(const std::string& path);
 std::vector<PriceItem> load_price_file(const std::string& path);
 PriceFile read_price_file(const std::string& path);  // items and the sets the file declares
 
 const GpuProfile& find_gpu(const ProfileSet& set, const std::string& name);       // InputError lists names
+const StackProfile& find_stack(const ProfileSet& set, const std::string& name);
+// The stack's fit for `gpu`, or nullptr.
+const StackFit* stack_fit_for(const StackProfile& stack, const std::string& gpu);
+// The GPU with `stack` applied: what the compute model costs. InputError when the stack has no fit for it.
+GpuProfile device_profile(const ProfileSet& set, const std::string& gpu, const std::string& stack);
+// The one stack fitted on `gpu` (used when a prediction names none); InputError when none or several are.
+std::string default_stack_for(const ProfileSet& set, const std::string& gpu);
 const NodeProfile& find_node(const ProfileSet& set, const std::string& name);
 const NetworkProfile& find_network(const ProfileSet& set, const std::string& name);
 

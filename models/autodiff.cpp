@@ -42,6 +42,7 @@ class Autodiff {
       case OpKind::embedding: return {0};
       case OpKind::gemm: return op.attrs.gemm.has_bias ? std::vector<size_t>{0, 1, 2} : std::vector<size_t>{0, 1};
       case OpKind::batched_gemm: return {0, 1};
+      case OpKind::fused_attention: return {0, 1, 2};
       case OpKind::layernorm: return {0, 1, 2};
       case OpKind::softmax: return {0};
       case OpKind::gather_rows: return {0};
@@ -224,6 +225,14 @@ class Autodiff {
         break;
       }
       case OpKind::softmax: unary(op, OpKind::softmax_backward, {dy, live.outputs[0]}); break;
+      case OpKind::fused_attention: {
+        std::vector<int> inputs = {dy, live.inputs[0], live.inputs[1], live.inputs[2], live.outputs[0], live.outputs[1]};
+        if (op.inputs.size() > 3) inputs.push_back(live.inputs[3]);
+        const std::vector<int> grads = {new_grad(op.inputs[0]), new_grad(op.inputs[1]), new_grad(op.inputs[2])};
+        emit(OpKind::fused_attention_backward, op.name, op.layer, inputs, grads, op.attrs);
+        for (size_t i = 0; i < 3; ++i) add_grad(op.inputs[i], grads[i], op.layer);
+        break;
+      }
       case OpKind::dropout: unary(op, OpKind::dropout_backward, {dy, live.outputs[1]}); break;
       case OpKind::gelu: unary(op, OpKind::gelu_backward, {dy, live.inputs[0]}); break;
       case OpKind::tanh: unary(op, OpKind::tanh_backward, {dy, live.outputs[0]}); break;

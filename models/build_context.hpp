@@ -19,6 +19,7 @@ inline int64_t shape_elements(const std::string& name, const std::vector<int64_t
 struct BuildContext {
   TaskGraph& graph;
   DType act_dtype;
+  bool tf32_math = false;  // GEMMs emitted run in TF32 (recipe precision tf32)
 
   int new_tensor(const std::string& name, std::vector<int64_t> shape, DType dtype, TensorRole role, int layer) {
     // Shapes come from user sizes (model, recipe): their products must not wrap, so every later

@@ -20,7 +20,7 @@ using core::InputError;
 class ForwardBuilder {
  public:
   ForwardBuilder(TaskGraph& g, const ModelSpec& m, const Recipe& r)
-      : ctx_{g, activation_dtype(r.precision)}, g_(g), m_(m), r_(r) {
+      : ctx_{g, activation_dtype(r.precision), r.precision == Precision::tf32}, g_(g), m_(m), r_(r) {
     tp_ = r.tensor_parallel;
     B_ = r.micro_batch;
     S_ = r.seq_len;
@@ -67,7 +67,7 @@ class ForwardBuilder {
     };
     p.weight = make("", ctx_.act_dtype, TensorRole::weight);
     p.gradient = make(".grad", ctx_.act_dtype, TensorRole::gradient);
-    if (r_.precision != Precision::fp32) p.master = make(".master", DType::f32, TensorRole::master_weight);
+    if (is_mixed_precision(r_.precision)) p.master = make(".master", DType::f32, TensorRole::master_weight);
     int states = r_.optimizer == OptimizerKind::sgd ? 1 : 2;
     for (int s = 0; s < states; ++s)
       p.optimizer_states.push_back(make(s == 0 ? ".exp_avg" : ".exp_avg_sq", DType::f32, TensorRole::optimizer_state));
@@ -147,6 +147,31 @@ class ForwardBuilder {
   }
 
   // ---- attention (shared by BERT and GPT-2) ----
+  // The fused kernel a stack with "fused_attention" runs: one op from the heads to the context; it keeps the
+  // softmax's log-sum-exp per row (B·nh·S floats) for backward instead of the S×S probabilities.
+  int fused_attention(const std::string& prefix, const std::string& out_prefix, int qh, int kh, int vh,
+                      const OpAttrs& heads, int layer, bool causal) {
+    const int64_t bh = B_ * heads_, local_hidden = heads_ * d_;
+    OpAttrs fa = heads;
+    fa.gemm.batch = bh;
+    fa.gemm.m = S_;
+    fa.gemm.n = S_;
+    fa.gemm.k = d_;
+    fa.gemm.alpha = 1.0 / std::sqrt(static_cast<double>(d_));
+    fa.rows = bh * S_;
+    fa.cols = S_;
+    fa.causal = causal;
+    fa.dropout_p = r_.include_dropout ? m_.attention_dropout : 0;
+    std::vector<int> inputs = {qh, kh, vh};
+    if (!causal) inputs.push_back(g_.inputs.attention_mask);
+    int context = act(prefix + ".fused_attention", {bh, S_, d_}, layer);
+    int lse = ctx_.activation(prefix + ".fused_attention.lse", {bh, S_}, layer, DType::f32);
+    ctx_.emit(OpKind::fused_attention, prefix + ".fused_attention", Phase::forward, layer, inputs, {context, lse}, fa);
+    int merged = emit1(OpKind::merge_heads, prefix + ".context.merge", layer, {context}, {M_, local_hidden}, heads);
+    int out = linear(out_prefix, merged, M_, local_hidden, H_, layer);
+    return tp_all_reduce(out_prefix + ".tp_all_reduce", out, layer);
+  }
+
   int self_attention(const std::string& prefix, const std::string& out_prefix, int x, int layer, bool causal) {
     const int64_t local_hidden = heads_ * d_;
     int q = linear(prefix + ".query", x, M_, H_, local_hidden, layer);
@@ -161,6 +186,7 @@ class ForwardBuilder {
     int qh = emit1(OpKind::split_heads, prefix + ".query.split", layer, {q}, {bh, S_, d_}, heads);
     int kh = emit1(OpKind::split_heads, prefix + ".key.split", layer, {k}, {bh, S_, d_}, heads);
     int vh = emit1(OpKind::split_heads, prefix + ".value.split", layer, {v}, {bh, S_, d_}, heads);
+    if (r_.fused_attention) return fused_attention(prefix, out_prefix, qh, kh, vh, heads, layer, causal);
     OpAttrs sc;
     sc.gemm.batch = bh;
     sc.gemm.m = S_;
@@ -394,11 +420,19 @@ void append_step_tail(BuildContext& ctx, const Recipe& r) {
     norm = ctx.new_tensor("grad_global_norm", {1}, DType::f32, TensorRole::workspace, -1);
     ctx.emit(OpKind::grad_norm, "grad_global_norm", Phase::optimizer, -1, all, {norm});
   }
-  for (size_t b = 0; b < buckets.size(); ++b) {
+  // A multi-tensor optimizer (Apex FusedLAMB, torch's foreach/fused) updates a bucket in one kernel; without
+  // it every parameter tensor is its own update (one launch each).
+  std::vector<std::vector<int>> updates;
+  for (const auto& bucket : buckets) {
+    if (r.multi_tensor_optimizer) updates.push_back(bucket);
+    else
+      for (int p : bucket) updates.push_back({p});
+  }
+  for (size_t b = 0; b < updates.size(); ++b) {
     std::vector<int> inputs;
     if (norm >= 0) inputs.push_back(norm);
     std::vector<int> outputs;
-    for (int p : buckets[b]) {
+    for (int p : updates[b]) {
       const Parameter& param = g.params[static_cast<size_t>(p)];
       inputs.push_back(param.gradient);
       outputs.push_back(param.weight);
@@ -406,9 +440,11 @@ void append_step_tail(BuildContext& ctx, const Recipe& r) {
       for (int s : param.optimizer_states) outputs.push_back(s);
     }
     OpAttrs a;
-    a.params = buckets[b];
-    ctx.emit(OpKind::optimizer_update, fmt::format("grad_bucket{}.{}", b, to_string(r.optimizer)), Phase::optimizer, -1,
-             inputs, outputs, a);
+    a.params = updates[b];
+    const std::string name = r.multi_tensor_optimizer ? fmt::format("grad_bucket{}.{}", b, to_string(r.optimizer))
+                                                      : fmt::format("{}.{}", g.params[static_cast<size_t>(updates[b][0])].name,
+                                                                    to_string(r.optimizer));
+    ctx.emit(OpKind::optimizer_update, name, Phase::optimizer, -1, inputs, outputs, a);
   }
 }
 
@@ -422,7 +458,7 @@ TaskGraph build_task_graph(const ModelSpec& model, const Recipe& recipe) {
   g.micro_steps = recipe.grad_accum;
   ForwardBuilder forward(g, model, recipe);
   BackwardOptions options = forward.build();
-  BuildContext ctx{g, activation_dtype(recipe.precision)};
+  BuildContext ctx{g, activation_dtype(recipe.precision), recipe.precision == Precision::tf32};
   append_backward(ctx, options);
   append_step_tail(ctx, recipe);
   return g;

@@ -40,6 +40,15 @@ void assign_op_cost(const TaskGraph& g, Op& op) {
   for (int t : op.outputs) written += tensor_bytes(g, t);
   const GemmAttrs& gm = op.attrs.gemm;
   switch (op.kind) {
+    case OpKind::fused_attention:
+    case OpKind::fused_attention_backward: {
+      // Forward: QKᵀ and P·V (2 batched GEMMs of 2·S·S·d per head) plus the softmax (5 per score);
+      // backward recomputes QKᵀ and runs dV, dP, dQ, dK: 5 GEMMs (FlashAttention-2, Dao 2023).
+      const double score_elements = static_cast<double>(gm.batch) * gm.m * gm.n;
+      const double gemm_flops = 2.0 * score_elements * gm.k;
+      flops = op.kind == OpKind::fused_attention ? 2 * gemm_flops + 5 * score_elements : 5 * gemm_flops + 4 * score_elements;
+      break;
+    }
     case OpKind::gemm:
     case OpKind::batched_gemm: {
       double batch = op.kind == OpKind::batched_gemm ? static_cast<double>(gm.batch) : 1.0;
@@ -123,6 +132,7 @@ int BuildContext::emit(OpKind kind, const std::string& name, Phase phase, int la
   op.outputs = std::move(outputs);
   op.attrs = std::move(attrs);
   op.dtype = act_dtype;
+  op.tf32_math = tf32_math && is_gemm_like(kind);
   assign_op_cost(graph, op);
   return graph.add_op(std::move(op));
 }

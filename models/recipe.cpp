@@ -12,6 +12,7 @@ using core::InputError;
 const char* to_string(Precision p) {
   switch (p) {
     case Precision::fp32: return "fp32";
+    case Precision::tf32: return "tf32";
     case Precision::fp16: return "fp16";
     case Precision::bf16: return "bf16";
   }
@@ -29,9 +30,9 @@ const char* to_string(OptimizerKind o) {
 }
 
 Precision parse_precision(const std::string& name, const std::string& what) {
-  for (Precision p : {Precision::fp32, Precision::fp16, Precision::bf16})
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16})
     if (name == to_string(p)) return p;
-  throw InputError(fmt::format("{}: unknown precision '{}' (expected fp32, fp16 or bf16)", what, name));
+  throw InputError(fmt::format("{}: unknown precision '{}' (expected fp32, tf32, fp16 or bf16)", what, name));
 }
 
 OptimizerKind parse_optimizer(const std::string& name, const std::string& what) {
@@ -47,7 +48,7 @@ void validate_recipe(const Recipe& r) {
   core::check_range(r.grad_accum, core::ranges::grad_accum, "grad-accum");
   core::check_range(r.data_parallel, core::ranges::parallel, "data-parallel");
   core::check_range(r.tensor_parallel, core::ranges::parallel, "tensor-parallel");
-  core::check_range(r.bucket_bytes / (1024.0 * 1024.0), core::ranges::bucket_mb, "bucket size (MiB)");
+  core::check_range(r.bucket_bytes / (1024.0 * 1024.0), core::ranges::bucket_mib, "bucket size (MiB)");
   core::check_range(r.max_predictions, core::ranges::max_predictions, "max-predictions (0 = derive from seq-len)");
 }
 

@@ -7,7 +7,11 @@
 
 namespace ptsim::models {
 
-enum class Precision { fp32, fp16, bf16 };
+// tf32: fp32 storage, GEMMs on tensor cores in TF32 (A100 and later); fp16/bf16: mixed precision with fp32
+// master weights.
+enum class Precision { fp32, tf32, fp16, bf16 };
+// fp16/bf16: 16-bit activations and weights with fp32 master copies.
+inline bool is_mixed_precision(Precision p) { return p == Precision::fp16 || p == Precision::bf16; }
 enum class OptimizerKind { adamw, lamb, lans, sgd };
 
 struct Recipe {
@@ -24,6 +28,9 @@ struct Recipe {
   int64_t max_predictions = 0;
   bool gradient_clipping = true;     // global-norm clipping before the update (NVLAMB clips to 1.0)
   bool include_dropout = true;       // false: no dropout ops (finite-difference checks, inference-like runs)
+  // What the software stack fuses (hwprofiles/stacks, docs/stacks.md): it changes the graph that is built.
+  bool fused_attention = false;         // QKᵀ, mask, softmax, dropout and ·V in one kernel: no S×S tensor
+  bool multi_tensor_optimizer = true;   // one optimizer kernel per gradient bucket (else one per tensor)
 
   int64_t max_predictions_per_seq() const {
     // The same default as `ptsim data prepare` (core/mlm_defaults.hpp): 20 at 128, 80 at 512.

@@ -32,6 +32,7 @@ const char* to_string(DType t) {
 DType activation_dtype(Precision p) {
   switch (p) {
     case Precision::fp32: return DType::f32;
+    case Precision::tf32: return DType::f32;
     case Precision::fp16: return DType::f16;
     case Precision::bf16: return DType::bf16;
   }
@@ -63,6 +64,8 @@ const char* to_string(OpKind k) {
     case OpKind::layernorm_backward: return "layernorm_backward";
     case OpKind::softmax: return "softmax";
     case OpKind::softmax_backward: return "softmax_backward";
+    case OpKind::fused_attention: return "fused_attention";
+    case OpKind::fused_attention_backward: return "fused_attention_backward";
     case OpKind::dropout: return "dropout";
     case OpKind::dropout_backward: return "dropout_backward";
     case OpKind::gelu: return "gelu";

@@ -24,7 +24,7 @@ namespace ptsim::models {
 enum class DType { f32, f16, bf16, f64, i32, u8 };
 int64_t dtype_bytes(DType t);
 const char* to_string(DType t);
-DType activation_dtype(Precision p);  // f32 for fp32, else f16/bf16
+DType activation_dtype(Precision p);  // f32 for fp32 and tf32, else f16/bf16
 
 enum class TensorRole {
   input,            // data fed each micro-step (token ids, labels, masks)
@@ -62,6 +62,10 @@ enum class OpKind {
   layernorm_backward,   // in: [dy, x, gamma, mean, rstd] out: [dx, dgamma (+=), dbeta (+=)]
   softmax,              // in: [scores [B·nh,S,S], (attention_mask [B,S] i32: 1 keep, 0 pad)] out: [probs]
   softmax_backward,     // in: [dprobs, probs] out: [dscores]
+  // A stack's fused attention (FlashAttention / SDPA; recipe.fused_attention): scores, mask, softmax, dropout
+  // and ·V in one kernel, tiled so no [B·nh,S,S] tensor is stored; backward recomputes the scores.
+  fused_attention,          // in: [q, k, v [B·nh,S,d], (attention_mask [B,S])] out: [context [B·nh,S,d], lse [B·nh,S] f32]
+  fused_attention_backward, // in: [dcontext, q, k, v, context, lse, (mask)] out: [dq, dk, dv]
   dropout,              // in: [x] out: [y, mask u8]   y = x·mask/(1-p)
   dropout_backward,     // in: [dy, mask] out: [dx]
   gelu,                 // in: [x] out: [y]   erf GELU (BERT, GPT-2 use the tanh form; attrs.gelu_tanh)
@@ -84,6 +88,11 @@ enum class OpKind {
   optimizer_update,     // in: [norm?] + the bucket's gradients; updates their params and states
 };
 const char* to_string(OpKind k);
+// GEMMs and the fused attention kernels built from them: timed against the tensor-core (or fp32) peak.
+inline bool is_gemm_like(OpKind k) {
+  return k == OpKind::gemm || k == OpKind::batched_gemm || k == OpKind::fused_attention ||
+         k == OpKind::fused_attention_backward;
+}
 bool is_communication(OpKind k);
 
 enum class Phase { forward, recompute, backward, communication, optimizer };
@@ -137,6 +146,7 @@ struct Op {
   double bytes_read = 0;
   double bytes_written = 0;
   DType dtype = DType::f32;         // compute dtype
+  bool tf32_math = false;           // an f32 GEMM run on tensor cores in TF32 (recipe precision tf32)
   OpAttrs attrs;
 };
 

@@ -148,7 +148,8 @@ sim::ClusterConfig resolve_cluster(const Scenario& s, const hwprofiles::ProfileS
     config.cluster.node.nics_per_node = std::min(config.cluster.node.nics_per_node, s.gpus_per_node);
   }
   config.cluster.fabric = s.fabric;
-  config.gpu = hwprofiles::find_gpu(profiles, config.cluster.node.gpu);
+  const std::string stack = s.stack.empty() ? hwprofiles::default_stack_for(profiles, config.cluster.node.gpu) : s.stack;
+  config.gpu = hwprofiles::device_profile(profiles, config.cluster.node.gpu, stack);
   config.data_parallel_algorithm = s.algorithm;
   config.channels = s.channels;
   config.mode = s.exact ? sim::SimulationMode::exact : sim::SimulationMode::replicated;
@@ -273,7 +274,16 @@ sim::CostEstimate predict_cost(const Scenario& s, const sim::ClusterConfig& conf
 
 }  // namespace
 
-Prediction predict_scenario(const Scenario& s, const hwprofiles::ProfileSet& profiles, const PredictOptions& options) {
+Scenario with_stack(const Scenario& scenario, const hwprofiles::ProfileSet& profiles) {
+  Scenario s = scenario;
+  if (s.stack.empty()) s.stack = hwprofiles::default_stack_for(profiles, hwprofiles::find_node(profiles, s.node).gpu);
+  sim::apply_stack_fusions(s.recipe, hwprofiles::find_stack(profiles, s.stack));
+  return s;
+}
+
+Prediction predict_scenario(const Scenario& scenario, const hwprofiles::ProfileSet& profiles,
+                            const PredictOptions& options) {
+  const Scenario s = with_stack(scenario, profiles);
   const auto wall_start = std::chrono::steady_clock::now();
   PredictionCache local_cache;
   PredictionCache& cache = options.cache ? *options.cache : local_cache;
@@ -286,6 +296,7 @@ Prediction predict_scenario(const Scenario& s, const hwprofiles::ProfileSet& pro
   const sim::ClusterConfig config = resolve_cluster(s, profiles);
   out.gpus = config.gpu_count();
   out.gpu = config.gpu.name;
+  out.stack = s.stack;
   out.node = config.cluster.node.name;
   out.network = config.cluster.network.name;
   const auto model = cache.model(s.model);
@@ -337,6 +348,7 @@ nlohmann::json prediction_to_json(const Prediction& p) {
   j["scenario"] = p.scenario;
   j["gpus"] = p.gpus;
   j["gpu"] = p.gpu;
+  j["stack"] = p.stack;
   j["node"] = p.node;
   j["network"] = p.network;
   j["time_to_train_seconds"] = p.time_to_train_seconds;

@@ -33,6 +33,7 @@ struct Prediction {
   std::string description;
   int gpus = 0;
   std::string gpu, node, network;
+  std::string stack;                           // the software stack the GPU was costed under
   double time_to_train_seconds = 0;
   double training_seconds = 0;                 // Σ phases
   double overhead_seconds = 0;                 // start-up + checkpoints + evaluation
@@ -61,6 +62,8 @@ struct PhaseShape {
   int64_t global_batch = 0;
   int64_t steps = 0;
 };
+// The scenario with its stack resolved (recipe.stack, or the GPU's one stack) and the stack's fusions in its recipe.
+Scenario with_stack(const Scenario& scenario, const hwprofiles::ProfileSet& profiles);
 sim::ClusterConfig resolve_cluster(const Scenario& s, const hwprofiles::ProfileSet& profiles);
 // GPUs ÷ tensor parallel; core::InfeasibleError (parallelism) when tensor parallel does not divide them.
 int64_t data_parallel_ranks(const Scenario& s, const sim::ClusterConfig& config);

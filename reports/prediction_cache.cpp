@@ -37,10 +37,11 @@ auto find_or_make(std::mutex& mutex, Map& map, const std::string& key, long& bui
 }  // namespace
 
 std::string recipe_key(const std::string& model, const models::Recipe& r) {
-  return fmt::format("{}|{}|mb{}|s{}|ga{}|{}|dp{}|tp{}|rc{}|b{}|mp{}|clip{}|drop{}", model, models::to_string(r.precision),
-                     r.micro_batch, r.seq_len, r.grad_accum, models::to_string(r.optimizer), r.data_parallel,
-                     r.tensor_parallel, r.recompute_activations, r.bucket_bytes, r.max_predictions,
-                     r.gradient_clipping, r.include_dropout);
+  return fmt::format("{}|{}|mb{}|s{}|ga{}|{}|dp{}|tp{}|rc{}|b{}|mp{}|clip{}|drop{}|fa{}|mt{}", model,
+                     models::to_string(r.precision), r.micro_batch, r.seq_len, r.grad_accum,
+                     models::to_string(r.optimizer), r.data_parallel, r.tensor_parallel, r.recompute_activations,
+                     r.bucket_bytes, r.max_predictions, r.gradient_clipping, r.include_dropout, r.fused_attention,
+                     r.multi_tensor_optimizer);
 }
 
 std::shared_ptr<const models::ModelSpec> PredictionCache::model(const std::string& name_or_path) {
@@ -62,7 +63,7 @@ sim::SingleDevicePrediction PredictionCache::single_device(const models::ModelSp
                                                            const models::Recipe& recipe,
                                                            const hwprofiles::GpuProfile& gpu) {
   long ignored_builds = 0, ignored_hits = 0;
-  return find_or_make(mutex_, single_, graph_key(model, recipe) + "@" + gpu.name, ignored_builds, ignored_hits,
+  return find_or_make(mutex_, single_, graph_key(model, recipe) + "@" + gpu.name + "/" + gpu.stack, ignored_builds, ignored_hits,
                       [&] { return sim::predict_single_device(graph(model, recipe)->graph, gpu); });
 }
 

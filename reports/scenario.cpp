@@ -123,11 +123,12 @@ Scenario parse_scenario(const Json& json, const std::string& source) {
   }
   if (r.has("recipe")) {
     JsonReader t = r.child("recipe");
+    s.stack = t.get_string("stack", "");
     s.recipe.precision = models::parse_precision(t.get_string("precision", "fp16"), t.where("precision"));
     s.recipe.optimizer = models::parse_optimizer(t.get_string("optimizer", "lamb"), t.where("optimizer"));
     s.recipe.tensor_parallel = t.get_int("tensor_parallel", core::ranges::parallel, 1);
     s.recipe.recompute_activations = t.get_bool("recompute", false);
-    s.recipe.bucket_bytes = t.get_number("bucket_mb", core::ranges::bucket_mb, 25) * 1024 * 1024;
+    s.recipe.bucket_bytes = t.get_number("bucket_mib", core::ranges::bucket_mib, 25) * 1024 * 1024;
     s.recipe.gradient_clipping = t.get_bool("gradient_clipping", true);
     s.algorithm = parse_algorithm(t, "collective_algorithm");
     s.channels = static_cast<int>(t.get_int("channels", core::ranges::channels, 0));

@@ -73,6 +73,7 @@ struct Scenario {
   int gpus_per_node = 0;          // 0 = all of the node's GPUs (e.g. 1 for a single-GPU run on a DGX)
   std::string network;            // "" = the node's default network
   sim::FabricConfig fabric;
+  std::string stack;              // recipe.stack: the software stack (hwprofiles/stacks); "" = the GPU's one stack
   models::Recipe recipe;          // precision, optimizer, tensor parallel, recompute, buckets (per-phase sizes come from phases)
   sim::CollectiveAlgorithm algorithm = sim::CollectiveAlgorithm::automatic;
   int channels = 0;

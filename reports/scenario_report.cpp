@@ -176,7 +176,7 @@ json scenario_json(const Scenario& s, const sim::ClusterConfig& config, const st
           {"optimizer", models::to_string(s.recipe.optimizer)},
           {"tensor_parallel", s.recipe.tensor_parallel},
           {"recompute", s.recipe.recompute_activations},
-          {"bucket_mb", s.recipe.bucket_bytes / (1024.0 * 1024)},
+          {"bucket_mib", s.recipe.bucket_bytes / (1024.0 * 1024)},
           {"phases", phases},
           {"overheads",
            {{"startup_seconds", s.overheads.startup_seconds},
@@ -302,7 +302,7 @@ json collect_scenario_report(const std::string& scenario_name, const ScenarioRep
 json collect_scenario_report(const ReportScenario& base, const ScenarioReportOptions& options,
                              const hwprofiles::ProfileSet& profiles) {
   const std::string& scenario_name = base.requested;
-  const Scenario s = parse_edited_scenario(base.json, options.overrides, base.source);
+  const Scenario s = with_stack(parse_edited_scenario(base.json, options.overrides, base.source), profiles);
   PredictionCache cache;
   PredictOptions predict_options;
   predict_options.record_trace = options.include_trace;

@@ -136,7 +136,7 @@ void scenario_section(HtmlReport& page, const json& r) {
                              sc.at("precision").get<std::string>(), sc.at("optimizer").get<std::string>(),
                              sc.at("tensor_parallel").get<int64_t>(),
                              sc.at("recompute").get<bool>() ? "activation recomputation" : "no recomputation",
-                             sc.at("bucket_mb").get<double>())}};
+                             sc.at("bucket_mib").get<double>())}};
   for (const auto& used : p.at("prices").at("used"))
     terms.emplace_back("price: " + used.at("figure").get<std::string>(),
                        fmt::format("{} ({}, {})", used.at("item").get<std::string>(), used.at("kind").get<std::string>(),

@@ -189,6 +189,26 @@ void single_gpu_section(HtmlReport& page, const json& runs, const std::string& r
   page.add_table(table);
 }
 
+// Per software stack: how well its fitted values reproduce the runs they were fitted on, and the held-out ones.
+void stacks_section(HtmlReport& page, const json& stacks) {
+  page.begin_section("stacks", "Per software stack",
+                     "Each stack's values were fitted on its 'fit' runs; its held-out runs test them (docs/stacks.md).");
+  HtmlTable table{{"stack", "fit runs", "mean |error|", "held-out runs", "mean |error|", "worst held out"},
+                  {},
+                  {false, true, true, true, true, true},
+                  "",
+                  {}};
+  for (const auto& s : stacks) {
+    const bool held = s.at("held_out_runs").get<int>() > 0;
+    table.rows.push_back({s.at("stack").get<std::string>(), std::to_string(s.at("fit_runs").get<int>()),
+                          fmt::format("{:.1f}%", 100 * s.at("fit_mean_abs_error").get<double>()),
+                          std::to_string(s.at("held_out_runs").get<int>()),
+                          held ? fmt::format("{:.1f}%", 100 * s.at("held_out_mean_abs_error").get<double>()) : "-",
+                          held ? fmt::format("{:+.1f}%", 100 * s.at("held_out_worst_error").get<double>()) : "-"});
+  }
+  page.add_table(table);
+}
+
 }  // namespace
 
 std::string render_validation_report(const json& v, const std::string& chart_library) {
@@ -196,6 +216,7 @@ std::string render_validation_report(const json& v, const std::string& chart_lib
                   "One profile set for every scenario; the error is shown, not hidden.");
   published_section(page, v.at("published_results"));
   single_gpu_section(page, v.at("single_gpu_runs"), v.value("runs_file", std::string()));
+  if (v.contains("stacks")) stacks_section(page, v.at("stacks"));
   page.set_data("ptsim-validation-data", v);
   return page.render(chart_library);
 }

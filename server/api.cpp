@@ -35,8 +35,10 @@ Json profiles_to_json(const hwprofiles::ProfileSet& p) {
                      {"purchase_usd", n.purchase_usd}});
   for (const auto& [name, g] : p.gpus)
     gpus.push_back({{"name", name}, {"description", g.description}, {"memory_bytes", g.memory_bytes},
-                    {"peak_fp16_tensor_flops", g.peak_fp16_tensor_flops}, {"peak_bf16_tensor_flops", g.peak_bf16_tensor_flops},
-                    {"peak_fp32_flops", g.peak_fp32_flops}});
+                    {"peak_fp16_tensor_flops_per_second", g.peak_fp16_tensor_flops_per_second},
+                    {"peak_bf16_tensor_flops_per_second", g.peak_bf16_tensor_flops_per_second},
+                    {"peak_tf32_flops_per_second", g.peak_tf32_flops_per_second},
+                    {"peak_fp32_flops_per_second", g.peak_fp32_flops_per_second}});
   for (const auto& [name, n] : p.networks)
     networks.push_back({{"name", name}, {"description", n.description}, {"gbps", n.link_bytes_per_second * 8 / 1e9},
                         {"transport", hwprofiles::to_string(n.transport)}});

@@ -11,7 +11,7 @@ std::string cluster_key(const ClusterConfig& c) {
   const auto& n = c.cluster.node;
   return fmt::format("{}|g{}|nic{}|{}|n{}|leaf{}|os{}|{}|alg{}|ch{}|mode{}", n.name, n.gpus_per_node, n.nics_per_node,
                      c.cluster.network.name, c.cluster.nodes, c.cluster.fabric.nodes_per_leaf,
-                     c.cluster.fabric.oversubscription, c.gpu.name, static_cast<int>(c.data_parallel_algorithm),
+                     c.cluster.fabric.oversubscription, c.gpu.name + "/" + c.gpu.stack, static_cast<int>(c.data_parallel_algorithm),
                      c.channels, static_cast<int>(c.mode));
 }
 

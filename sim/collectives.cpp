@@ -142,124 +142,152 @@ std::vector<std::vector<int>> group_by_node(const Topology& topo, const std::vec
   return nodes;
 }
 
+// send_recv: one step, the buffer split over the channels.
+std::vector<CollectiveStep> send_recv_steps(const CollectiveSpec& spec, const std::vector<int>& ranks, int C) {
+  if (ranks.size() != 2) throw std::invalid_argument("collective: send_recv needs ranks = {src, dst}");
+  CollectiveStep s;
+  for (int c = 0; c < C; ++c) s.transfers.push_back({ranks[0], ranks[1], spec.bytes / C, c});
+  return {std::move(s)};
+}
+
+// broadcast: a chunked pipeline along the chain root → root+1 → …, one chain per channel.
+std::vector<CollectiveStep> broadcast_steps(const CollectiveSpec& spec, CollectiveAlgorithm algo,
+                                            const std::vector<int>& ranks, int C) {
+  const int p = static_cast<int>(ranks.size());
+  if (algo != CollectiveAlgorithm::ring) throw std::invalid_argument("collective: broadcast supports ring only");
+  if (spec.root_index < 0 || spec.root_index >= p) throw std::invalid_argument("collective: bad root_index");
+  auto [nc, chunk] = split_chunks(spec.bytes / C, spec.chunk_bytes);
+  std::vector<PipelineEdge> edges;
+  for (int c = 0; c < C; ++c) {
+    for (int j = 0; j + 1 < p; ++j) {
+      edges.push_back({ranks[static_cast<std::size_t>((spec.root_index + j) % p)],
+                       ranks[static_cast<std::size_t>((spec.root_index + j + 1) % p)], j, c});
+    }
+  }
+  return pipeline_steps(edges, nc, chunk);
+}
+
+// Concatenates the transfers of one-step plans into one step repeated `repeat` times.
+CollectiveStep merged_step(const std::vector<std::vector<CollectiveStep>>& plans, long repeat) {
+  CollectiveStep merged;
+  for (const auto& plan : plans)
+    for (const auto& s : plan) merged.transfers.insert(merged.transfers.end(), s.transfers.begin(), s.transfers.end());
+  merged.repeat = repeat;
+  return merged;
+}
+
+// hierarchical all_reduce: intra-node ring reduce-scatter, g inter-node ring all-reduces, intra-node all-gather.
+std::vector<CollectiveStep> hierarchical_steps(const Topology& topo, const std::vector<std::vector<int>>& nodes,
+                                               const std::vector<int>& ranks, double n, int C) {
+  const int N = static_cast<int>(nodes.size());
+  const int g = static_cast<int>(nodes.front().size());
+  const int p = static_cast<int>(ranks.size());
+  if (N == 1 || g == 1) return ring_steps(topo, ranks, n / (static_cast<double>(p) * C), 2L * (p - 1), C);
+  // Phase 1: intra-node reduce-scatter (every node at once), g−1 steps of n/(g·C).
+  std::vector<std::vector<CollectiveStep>> local_rings;
+  for (const auto& local : nodes) local_rings.push_back(ring_steps(topo, local, n / (static_cast<double>(g) * C), 1, C));
+  CollectiveStep rs = merged_step(local_rings, g - 1);
+  // Phase 2: g inter-node rings (local rank j of every node) all-reduce n/g: 2(N−1) steps of n/(g·N·C).
+  // Ring j leaves through the NIC of local rank j (Topology::route), so the g rings spread over the NICs.
+  std::vector<std::vector<CollectiveStep>> cross_rings;
+  for (int j = 0; j < g; ++j) {
+    std::vector<int> ring;
+    for (const auto& local : nodes) ring.push_back(local[static_cast<std::size_t>(j)]);
+    cross_rings.push_back(ring_steps(topo, ring, n / (static_cast<double>(g) * N * C), 1, C));
+  }
+  CollectiveStep ar = merged_step(cross_rings, 2L * (N - 1));
+  CollectiveStep ag = rs;  // Phase 3: intra-node all-gather, same flows as phase 1.
+  return {std::move(rs), std::move(ar), std::move(ag)};
+}
+
+// One tree of the double binary tree, over positions: node heads first (0..N−1), then each node's chain.
+struct TreeLayout {
+  std::vector<int> parent;   // position → parent position (−1 for the root)
+  std::vector<int> rank_at;  // position → rank
+  std::vector<int> height;   // leaves 0
+  std::vector<int> depth;    // root 0
+  int root_height = 0;
+};
+
+TreeLayout tree_layout(const std::vector<std::vector<int>>& nodes, int p, bool second) {
+  const int N = static_cast<int>(nodes.size());
+  const int g = static_cast<int>(nodes.front().size());
+  const auto P = static_cast<std::size_t>(p);
+  TreeLayout t{std::vector<int>(P, -1), std::vector<int>(P), std::vector<int>(P, 0), std::vector<int>(P, 0), 0};
+  std::vector<int> node_parent = binary_tree_parents(N, second);
+  std::size_t pos = 0;
+  std::vector<int> head_pos(static_cast<std::size_t>(N));
+  for (int i = 0; i < N; ++i) {
+    head_pos[static_cast<std::size_t>(i)] = static_cast<int>(pos);
+    t.rank_at[pos++] = nodes[static_cast<std::size_t>(i)][0];
+  }
+  for (int i = 0; i < N; ++i) {
+    int np = node_parent[static_cast<std::size_t>(i)];
+    t.parent[static_cast<std::size_t>(head_pos[static_cast<std::size_t>(i)])] = np < 0 ? -1 : head_pos[static_cast<std::size_t>(np)];
+    int prev = head_pos[static_cast<std::size_t>(i)];
+    for (int j = 1; j < g; ++j) {
+      t.rank_at[pos] = nodes[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
+      t.parent[pos] = prev;
+      prev = static_cast<int>(pos++);
+    }
+  }
+  bool changed = true;
+  while (changed) {  // p is small enough (≤ thousands) for this fixed point; trees are shallow
+    changed = false;
+    for (int v = 0; v < p; ++v) {
+      int u = t.parent[static_cast<std::size_t>(v)];
+      if (u < 0) continue;
+      auto uu = static_cast<std::size_t>(u), uv = static_cast<std::size_t>(v);
+      if (t.height[uu] < t.height[uv] + 1) { t.height[uu] = t.height[uv] + 1; changed = true; }
+      if (t.depth[uv] != t.depth[uu] + 1) { t.depth[uv] = t.depth[uu] + 1; changed = true; }
+    }
+  }
+  for (int v = 0; v < p; ++v)
+    if (t.parent[static_cast<std::size_t>(v)] < 0) t.root_height = t.height[static_cast<std::size_t>(v)];
+  return t;
+}
+
+// Tree: NCCL's two complementary binary trees over the nodes; below each node's first rank a chain of its
+// other ranks. Tree k, channel c uses NIC channel 2c + k (NCCL gives each tree its own channel).
+std::vector<CollectiveStep> tree_steps(const CollectiveSpec& spec, const std::vector<std::vector<int>>& nodes, int p,
+                                       int C) {
+  auto [nc, chunk] = split_chunks(spec.bytes / (2.0 * C), spec.chunk_bytes);
+  std::vector<PipelineEdge> edges;
+  for (int k = 0; k < 2; ++k) {
+    const TreeLayout t = tree_layout(nodes, p, k == 1);
+    for (int c = 0; c < C; ++c) {
+      for (int v = 0; v < p; ++v) {
+        int u = t.parent[static_cast<std::size_t>(v)];
+        if (u < 0) continue;
+        auto uu = static_cast<std::size_t>(u), uv = static_cast<std::size_t>(v);
+        // Up: v sends chunk c at step c + height(v) (its children's chunks arrived the step before).
+        edges.push_back({t.rank_at[uv], t.rank_at[uu], t.height[uv], 2 * c + k});
+        // Down: u forwards chunk c at step c + H + depth(u) (the root has it at step c + H − 1).
+        edges.push_back({t.rank_at[uu], t.rank_at[uv], t.root_height + t.depth[uu], 2 * c + k});
+      }
+    }
+  }
+  return pipeline_steps(edges, nc, chunk);
+}
+
+// The steps of one group of ranks: dispatch on the collective's kind and algorithm.
 std::vector<CollectiveStep> plan_group(const Topology& topo, const CollectiveSpec& spec, CollectiveAlgorithm algo,
                                        const std::vector<int>& ranks) {
   const int p = static_cast<int>(ranks.size());
   const int C = std::max(spec.channels, 1);
-  const double n = spec.bytes;
-  std::vector<CollectiveStep> steps;
-  if (spec.kind == CollectiveKind::send_recv) {
-    if (p != 2) throw std::invalid_argument("collective: send_recv needs ranks = {src, dst}");
-    CollectiveStep s;
-    for (int c = 0; c < C; ++c) s.transfers.push_back({ranks[0], ranks[1], n / C, c});
-    steps.push_back(std::move(s));
-    return steps;
-  }
-  if (p < 2) return steps;
-  if (spec.kind == CollectiveKind::broadcast) {
-    if (algo != CollectiveAlgorithm::ring) throw std::invalid_argument("collective: broadcast supports ring only");
-    if (spec.root_index < 0 || spec.root_index >= p) throw std::invalid_argument("collective: bad root_index");
-    auto [nc, chunk] = split_chunks(n / C, spec.chunk_bytes);
-    std::vector<PipelineEdge> edges;
-    for (int c = 0; c < C; ++c) {
-      for (int j = 0; j + 1 < p; ++j) {
-        edges.push_back({ranks[static_cast<std::size_t>((spec.root_index + j) % p)],
-                         ranks[static_cast<std::size_t>((spec.root_index + j + 1) % p)], j, c});
-      }
-    }
-    return pipeline_steps(edges, nc, chunk);
-  }
+  if (spec.kind == CollectiveKind::send_recv) return send_recv_steps(spec, ranks, C);
+  if (p < 2) return {};
+  if (spec.kind == CollectiveKind::broadcast) return broadcast_steps(spec, algo, ranks, C);
   if (algo == CollectiveAlgorithm::ring) {
     long repeat = spec.kind == CollectiveKind::all_reduce ? 2L * (p - 1) : static_cast<long>(p - 1);
-    return ring_steps(topo, ranks, n / (static_cast<double>(p) * C), repeat, C);
+    return ring_steps(topo, ranks, spec.bytes / (static_cast<double>(p) * C), repeat, C);
   }
   if (spec.kind != CollectiveKind::all_reduce) {
     throw std::invalid_argument(std::string("collective: ") + to_string(algo) + " supports all_reduce only");
   }
   auto nodes = group_by_node(topo, ranks);
-  const int N = static_cast<int>(nodes.size());
-  const int g = static_cast<int>(nodes.front().size());
-  if (algo == CollectiveAlgorithm::hierarchical) {
-    if (N == 1 || g == 1) return ring_steps(topo, ranks, n / (static_cast<double>(p) * C), 2L * (p - 1), C);
-    // Phase 1: intra-node reduce-scatter (every node at once), g−1 steps of n/(g·C).
-    CollectiveStep rs;
-    for (const auto& local : nodes) {
-      for (auto& s : ring_steps(topo, local, n / (static_cast<double>(g) * C), 1, C)) {
-        rs.transfers.insert(rs.transfers.end(), s.transfers.begin(), s.transfers.end());
-      }
-    }
-    rs.repeat = g - 1;
-    // Phase 2: g inter-node rings (local rank j of every node) all-reduce n/g: 2(N−1) steps of n/(g·N·C).
-    // Ring j leaves through the NIC of local rank j (Topology::route), so the g rings spread over the NICs.
-    CollectiveStep ar;
-    for (int j = 0; j < g; ++j) {
-      std::vector<int> ring;
-      for (const auto& local : nodes) ring.push_back(local[static_cast<std::size_t>(j)]);
-      for (auto& s : ring_steps(topo, ring, n / (static_cast<double>(g) * N * C), 1, C)) {
-        ar.transfers.insert(ar.transfers.end(), s.transfers.begin(), s.transfers.end());
-      }
-    }
-    ar.repeat = 2L * (N - 1);
-    CollectiveStep ag = rs;  // Phase 3: intra-node all-gather, same flows as phase 1.
-    steps.push_back(std::move(rs));
-    steps.push_back(std::move(ar));
-    steps.push_back(std::move(ag));
-    return steps;
-  }
-  // Tree: NCCL's two complementary binary trees over the nodes; below each node's first rank a chain of its
-  // other ranks. Tree k, channel c uses NIC channel 2c + k (NCCL gives each tree its own channel).
-  auto [nc, chunk] = split_chunks(n / (2.0 * C), spec.chunk_bytes);
-  std::vector<PipelineEdge> edges;
-  for (int k = 0; k < 2; ++k) {
-    // parent[] over positions: node heads first (0..N−1), then chain members.
-    std::vector<int> node_parent = binary_tree_parents(N, k == 1);
-    std::vector<int> parent(static_cast<std::size_t>(p), -1), rank_at(static_cast<std::size_t>(p));
-    std::size_t pos = 0;
-    std::vector<int> head_pos(static_cast<std::size_t>(N));
-    for (int i = 0; i < N; ++i) {
-      head_pos[static_cast<std::size_t>(i)] = static_cast<int>(pos);
-      rank_at[pos++] = nodes[static_cast<std::size_t>(i)][0];
-    }
-    for (int i = 0; i < N; ++i) {
-      int np = node_parent[static_cast<std::size_t>(i)];
-      parent[static_cast<std::size_t>(head_pos[static_cast<std::size_t>(i)])] = np < 0 ? -1 : head_pos[static_cast<std::size_t>(np)];
-      int prev = head_pos[static_cast<std::size_t>(i)];
-      for (int j = 1; j < g; ++j) {
-        rank_at[pos] = nodes[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
-        parent[pos] = prev;
-        prev = static_cast<int>(pos++);
-      }
-    }
-    // height (leaves 0) and depth (root 0)
-    std::vector<int> height(static_cast<std::size_t>(p), 0), depth(static_cast<std::size_t>(p), 0);
-    bool changed = true;
-    while (changed) {  // p is small enough (≤ thousands) for this fixed point; trees are shallow
-      changed = false;
-      for (int v = 0; v < p; ++v) {
-        int u = parent[static_cast<std::size_t>(v)];
-        if (u < 0) continue;
-        auto uu = static_cast<std::size_t>(u), uv = static_cast<std::size_t>(v);
-        if (height[uu] < height[uv] + 1) { height[uu] = height[uv] + 1; changed = true; }
-        if (depth[uv] != depth[uu] + 1) { depth[uv] = depth[uu] + 1; changed = true; }
-      }
-    }
-    int H = 0;
-    for (int v = 0; v < p; ++v) {
-      if (parent[static_cast<std::size_t>(v)] < 0) H = height[static_cast<std::size_t>(v)];
-    }
-    for (int c = 0; c < C; ++c) {
-      for (int v = 0; v < p; ++v) {
-        int u = parent[static_cast<std::size_t>(v)];
-        if (u < 0) continue;
-        auto uu = static_cast<std::size_t>(u), uv = static_cast<std::size_t>(v);
-        // Up: v sends chunk c at step c + height(v) (its children's chunks arrived the step before).
-        edges.push_back({rank_at[uv], rank_at[uu], height[uv], 2 * c + k});
-        // Down: u forwards chunk c at step c + H + depth(u) (the root has it at step c + H − 1).
-        edges.push_back({rank_at[uu], rank_at[uv], H + depth[uu], 2 * c + k});
-      }
-    }
-  }
-  return pipeline_steps(edges, nc, chunk);
+  if (algo == CollectiveAlgorithm::hierarchical) return hierarchical_steps(topo, nodes, ranks, spec.bytes, C);
+  return tree_steps(spec, nodes, p, C);
 }
 
 // Flows of one step, ready for the network. Replicated mode keeps one flow per symmetry class.

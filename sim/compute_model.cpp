@@ -22,32 +22,57 @@ double curve(const hwprofiles::EfficiencyCurve& c, double x) {
 
 }  // namespace
 
-double peak_gemm_flops(const hwprofiles::GpuProfile& gpu, DType dtype) {
-  double peak = 0;
-  const char* mode = "";
-  switch (dtype) {
-    case DType::f16: peak = gpu.peak_fp16_tensor_flops, mode = "fp16 tensor-core"; break;
-    case DType::bf16: peak = gpu.peak_bf16_tensor_flops, mode = "bf16 tensor-core"; break;
-    default: peak = gpu.peak_fp32_flops, mode = "fp32"; break;
-  }
+namespace {
+
+// The math modes a GPU has (peak > 0), for error messages.
+std::string supported_modes(const hwprofiles::GpuProfile& gpu) {
+  std::vector<std::string> modes = {"fp32"};
+  if (gpu.peak_tf32_flops_per_second > 0) modes.push_back("tf32");
+  if (gpu.peak_fp16_tensor_flops_per_second > 0) modes.push_back("fp16");
+  if (gpu.peak_bf16_tensor_flops_per_second > 0) modes.push_back("bf16");
+  return fmt::format("{}", fmt::join(modes, ", "));
+}
+
+double require_peak(const hwprofiles::GpuProfile& gpu, double peak, const char* mode) {
   if (peak <= 0)
     throw core::InfeasibleError(core::Infeasibility::precision,
-                                fmt::format("GPU '{}' has no {} math (its profile's peak is 0): choose another --precision",
-                                            gpu.name, mode));
+                                fmt::format("GPU '{}' has no {} math (its profile's peak is 0; it supports {}): choose "
+                                            "another --precision",
+                                            gpu.name, mode, supported_modes(gpu)));
   return peak;
+}
+
+}  // namespace
+
+double peak_gemm_flops_per_second(const hwprofiles::GpuProfile& gpu, DType dtype, bool tf32_math) {
+  switch (dtype) {
+    case DType::f16: return require_peak(gpu, gpu.peak_fp16_tensor_flops_per_second, "fp16 tensor-core");
+    case DType::bf16: return require_peak(gpu, gpu.peak_bf16_tensor_flops_per_second, "bf16 tensor-core");
+    default:
+      if (tf32_math) return require_peak(gpu, gpu.peak_tf32_flops_per_second, "tf32 tensor-core");
+      return require_peak(gpu, gpu.peak_fp32_flops_per_second, "fp32");
+  }
+}
+
+double peak_precision_flops_per_second(const hwprofiles::GpuProfile& gpu, models::Precision precision) {
+  return peak_gemm_flops_per_second(gpu, models::activation_dtype(precision), precision == models::Precision::tf32);
 }
 
 OpCost op_cost(const models::Op& op, const hwprofiles::GpuProfile& gpu) {
   OpCost cost;
   if (models::is_communication(op.kind)) return cost;  // timed by the network model
+  if (gpu.memory_efficiency <= 0 || gpu.gemm.max_efficiency <= 0 || gpu.batched_gemm.max_efficiency <= 0)
+    throw std::logic_error("op_cost: GPU profile '" + gpu.name + "' has no software stack applied "
+                           "(hwprofiles::device_profile)");
   double compute_seconds = 0;
   const double clock = gpu.sustained_clock_fraction;
-  if (op.kind == OpKind::gemm || op.kind == OpKind::batched_gemm) {
+  if (models::is_gemm_like(op.kind)) {
+    // Fused attention is made of attention's batched GEMMs (k = head dim): their curve.
     const auto& c = op.kind == OpKind::gemm ? gpu.gemm : gpu.batched_gemm;
-    compute_seconds = op.flops / (peak_gemm_flops(gpu, op.dtype) * clock * curve(c, op.flops));
+    compute_seconds = op.flops / (peak_gemm_flops_per_second(gpu, op.dtype, op.tf32_math) * clock * curve(c, op.flops));
   } else if (op.flops > 0) {
     // Elementwise math runs on the SIMT units (fp32 rate; fp16 pairs are not modelled).
-    compute_seconds = op.flops / (gpu.peak_fp32_flops * clock);
+    compute_seconds = op.flops / (gpu.peak_fp32_flops_per_second * clock);
   }
   const double bytes = op.bytes_read + op.bytes_written;
   const double memory_seconds =
@@ -56,6 +81,11 @@ OpCost op_cost(const models::Op& op, const hwprofiles::GpuProfile& gpu) {
   cost.compute_bound = compute_seconds >= memory_seconds;
   cost.seconds = std::max(compute_seconds, memory_seconds) + gpu.kernel_launch_seconds;
   return cost;
+}
+
+void apply_stack_fusions(models::Recipe& recipe, const hwprofiles::StackProfile& stack) {
+  recipe.fused_attention = stack.fuses_op("fused_attention");
+  recipe.multi_tensor_optimizer = stack.fuses_op("multi_tensor_optimizer");
 }
 
 SingleDevicePrediction predict_single_device(const models::TaskGraph& g, const hwprofiles::GpuProfile& gpu) {
@@ -75,8 +105,8 @@ SingleDevicePrediction predict_single_device(const models::TaskGraph& g, const h
   p.model_flops_per_step = model_flops_micro * micro_steps;
   const double sequences = static_cast<double>(g.recipe.micro_batch) * micro_steps;
   p.sequences_per_second = sequences / p.step_seconds;
-  p.achieved_flops = p.model_flops_per_step / p.step_seconds;
-  p.mfu = p.achieved_flops / peak_gemm_flops(gpu, models::activation_dtype(g.recipe.precision));
+  p.achieved_flops_per_second = p.model_flops_per_step / p.step_seconds;
+  p.mfu = p.achieved_flops_per_second / peak_precision_flops_per_second(gpu, g.recipe.precision);
   return p;
 }
 

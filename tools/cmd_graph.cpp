@@ -6,6 +6,8 @@
 #include "models/graph_export.hpp"
 #include "models/memory_plan.hpp"
 #include "reports/text_table.hpp"
+#include "hwprofiles/profiles.hpp"
+#include "sim/compute_model.hpp"
 #include "tools/cli_support.hpp"
 #include "tools/commands.hpp"
 #include "tools/recipe_flags.hpp"
@@ -32,7 +34,11 @@ int run_graph_command(int argc, char** argv) {
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
 
   models::ModelSpec model = models::load_model(model_name);
-  models::TaskGraph graph = models::build_task_graph(model, to_recipe(flags));
+  models::Recipe recipe = to_recipe(flags);
+  // --stack: the graph that stack runs (its fusions); without it, the unfused graph with multi-tensor optimizer.
+  if (!flags.stack.empty())
+    sim::apply_stack_fusions(recipe, hwprofiles::find_stack(hwprofiles::load_profiles(), flags.stack));
+  models::TaskGraph graph = models::build_task_graph(model, recipe);
   models::MemoryPlan plan = models::plan_memory(graph);
 
   if (format == "dot") {

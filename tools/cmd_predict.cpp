@@ -29,11 +29,14 @@ namespace {
 int predict_single_gpu(const hwprofiles::ProfileSet& profiles, const std::string& gpu_name,
                        const std::string& model_name, const RecipeFlags& flags, const std::string& format,
                        const std::string& op_times_path) {
-  const hwprofiles::GpuProfile& gpu = hwprofiles::find_gpu(profiles, gpu_name);
+  const std::string stack = flags.stack.empty() ? hwprofiles::default_stack_for(profiles, gpu_name) : flags.stack;
+  const hwprofiles::GpuProfile gpu = hwprofiles::device_profile(profiles, gpu_name, stack);
   models::ModelSpec model = models::load_model(model_name);
   models::Recipe recipe = to_recipe(flags);
+  sim::apply_stack_fusions(recipe, hwprofiles::find_stack(profiles, stack));
   if (recipe.data_parallel != 1 || recipe.tensor_parallel != 1)
     throw core::InputError("--gpu predicts one GPU: use --node/--nodes (or --scenario) for data or tensor parallelism");
+  (void)sim::peak_precision_flops_per_second(gpu, recipe.precision);  // a precision the GPU lacks: said first
   models::TaskGraph graph = models::build_task_graph(model, recipe);
   models::MemoryPlan plan = models::plan_memory(graph);
   sim::require_fits(model, recipe, plan, gpu);
@@ -59,11 +62,12 @@ int predict_single_gpu(const hwprofiles::ProfileSet& profiles, const std::string
     nlohmann::json j;
     j["model"] = model.name;
     j["gpu"] = gpu.name;
+    j["stack"] = gpu.stack;
     j["recipe"] = models::graph_to_json(graph, plan, false)["recipe"];
     j["step_seconds"] = p.step_seconds;
     j["micro_step_seconds"] = p.micro_step_seconds;
     j["sequences_per_second"] = p.sequences_per_second;
-    j["tflops_per_gpu"] = p.achieved_flops / 1e12;
+    j["tflops_per_gpu"] = p.achieved_flops_per_second / 1e12;
     j["mfu"] = p.mfu;
     j["memory_per_gpu_bytes"] = fit.needed_bytes;
     j["memory"] = models::memory_plan_to_json(plan);
@@ -79,8 +83,8 @@ int predict_single_gpu(const hwprofiles::ProfileSet& profiles, const std::string
              recipe.grad_accum > 1 ? fmt::format(" × grad-accum {}", recipe.grad_accum) : "");
   fmt::print("  step time      {:.2f} ms\n", p.step_seconds * 1e3);
   fmt::print("  throughput     {:.1f} sequences/s\n", p.sequences_per_second);
-  fmt::print("  achieved       {:.1f} TFLOP/s (MFU {:.1f}% of {:.0f} TFLOP/s)\n", p.achieved_flops / 1e12, p.mfu * 100,
-             p.achieved_flops / p.mfu / 1e12);
+  fmt::print("  achieved       {:.1f} TFLOP/s (MFU {:.1f}% of {:.0f} TFLOP/s)\n", p.achieved_flops_per_second / 1e12, p.mfu * 100,
+             p.achieved_flops_per_second / p.mfu / 1e12);
   fmt::print("  memory         {:.2f} of {:.2f} GiB\n\n", fit.needed_bytes / (1 << 30), fit.available_bytes / (1 << 30));
   reports::TextTable table({"op kind", "ms/step", "share"});
   for (const auto& [kind, seconds] : kinds)
@@ -119,10 +123,11 @@ const std::vector<NotApplied> kScenarioUnused = {
     {"--data-parallel", "derived from the cluster"},
     {"--tensor-parallel", "use --set recipe.tensor_parallel=N"},
     {"--recompute", "use --set recipe.recompute=true"},
-    {"--bucket-mb", "use --set recipe.bucket_mb=X"},
+    {"--bucket-mib", "use --set recipe.bucket_mib=X"},
     {"--max-predictions", "use --set phases.0.max_predictions=N"},
     {"--no-dropout", "cluster predictions always include dropout"},
     {"--no-clipping", "use --set recipe.gradient_clipping=false"},
+    {"--stack", "use --set recipe.stack=NAME"},
 };
 
 const std::vector<NotApplied> kNodeUnused = {
@@ -146,7 +151,8 @@ core::Json scenario_from_flags(const std::string& model, const std::string& node
   j["cluster"] = {{"node", node}, {"nodes", nodes}};
   if (!network.empty()) j["cluster"]["network"] = network;
   j["recipe"] = {{"precision", f.precision}, {"optimizer", f.optimizer}, {"tensor_parallel", f.tensor_parallel},
-                 {"recompute", f.recompute}, {"bucket_mb", f.bucket_mb}, {"gradient_clipping", !f.no_clipping}};
+                 {"recompute", f.recompute}, {"bucket_mib", f.bucket_mib}, {"gradient_clipping", !f.no_clipping}};
+  if (!f.stack.empty()) j["recipe"]["stack"] = f.stack;
   core::Json phase = {{"name", "phase1"}, {"seq_len", f.seq_len}, {"micro_batch", f.micro_batch},
                       {"grad_accum", f.grad_accum}, {"steps", steps}};
   if (f.max_predictions > 0) phase["max_predictions"] = f.max_predictions;

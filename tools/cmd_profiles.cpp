@@ -26,7 +26,20 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // ---------------------------------------------------------------- JSON (SI units, unit in the key)
 
-Json curve_json(const EfficiencyCurve& c) { return Json{{"max_efficiency", c.max_efficiency}, {"half_size", c.half_size}}; }
+Json stack_json(const StackProfile& s) {
+  Json fits = Json::object();
+  for (const auto& [family, f] : s.fits)
+    fits[family] = Json{{"gpus", f.gpus},
+                        {"fitted_on", f.fitted_on},
+                        {"held_out", f.held_out},
+                        {"kernel_launch_seconds", f.kernel_launch_seconds},
+                        {"memory_efficiency", f.memory_efficiency},
+                        {"gemm_max_efficiency", f.gemm_max_efficiency},
+                        {"batched_gemm_max_efficiency", f.batched_gemm_max_efficiency},
+                        {"sources", f.sources}};
+  return Json{{"kind", "stack"}, {"name", s.name}, {"description", s.description}, {"source", s.source},
+              {"fuses", s.fuses}, {"fits", fits}};
+}
 
 Json gpu_json(const GpuProfile& g) {
   return Json{{"kind", "gpu"},
@@ -34,16 +47,14 @@ Json gpu_json(const GpuProfile& g) {
               {"description", g.description},
               {"memory_bytes", g.memory_bytes},
               {"memory_bandwidth_bytes_per_second", g.memory_bandwidth_bytes_per_second},
-              {"peak_fp32_flops", g.peak_fp32_flops},
-              {"peak_tf32_flops", g.peak_tf32_flops},
-              {"peak_fp16_tensor_flops", g.peak_fp16_tensor_flops},
-              {"peak_bf16_tensor_flops", g.peak_bf16_tensor_flops},
+              {"peak_fp32_flops_per_second", g.peak_fp32_flops_per_second},
+              {"peak_tf32_flops_per_second", g.peak_tf32_flops_per_second},
+              {"peak_fp16_tensor_flops_per_second", g.peak_fp16_tensor_flops_per_second},
+              {"peak_bf16_tensor_flops_per_second", g.peak_bf16_tensor_flops_per_second},
               {"sustained_clock_fraction", g.sustained_clock_fraction},
-              {"kernel_launch_seconds", g.kernel_launch_seconds},
-              {"memory_efficiency", g.memory_efficiency},
-              {"gemm", curve_json(g.gemm)},                  // half_size in FLOP
-              {"batched_gemm", curve_json(g.batched_gemm)},  // half_size in FLOP
-              {"memory_bound", curve_json(g.memory_bound)},  // half_size in bytes
+              {"gemm_half_size_flops", g.gemm.half_size},
+              {"batched_gemm_half_size_flops", g.batched_gemm.half_size},
+              {"memory_bound_half_size_bytes", g.memory_bound.half_size},
               {"reserved_memory_bytes", g.reserved_memory_bytes},
               {"power_watts", g.power_watts},
               {"pcie_generation", g.pcie_generation},
@@ -127,24 +138,36 @@ void show_gpu(const GpuProfile& g, const std::string& dir) {
   std::vector<Row> rows = {
       {"memory", fmt_num(g.memory_bytes / kGiB) + " GiB", "memory"},
       {"memory_bandwidth", fmt_num(g.memory_bandwidth_bytes_per_second / 1e9) + " GB/s", "memory_bandwidth"},
-      {"peak_fp32", tf(g.peak_fp32_flops), "peak_fp32"},
-      {"peak_tf32", tf(g.peak_tf32_flops), "peak_tf32"},
-      {"peak_fp16_tensor", tf(g.peak_fp16_tensor_flops), "peak_fp16_tensor"},
-      {"peak_bf16_tensor", tf(g.peak_bf16_tensor_flops), "peak_bf16_tensor"},
+      {"peak_fp32", tf(g.peak_fp32_flops_per_second), "peak_fp32"},
+      {"peak_tf32", tf(g.peak_tf32_flops_per_second), "peak_tf32"},
+      {"peak_fp16_tensor", tf(g.peak_fp16_tensor_flops_per_second), "peak_fp16_tensor"},
+      {"peak_bf16_tensor", tf(g.peak_bf16_tensor_flops_per_second), "peak_bf16_tensor"},
       {"sustained_clock_fraction", fmt_num(g.sustained_clock_fraction), "sustained_clock_fraction"},
-      {"kernel_launch_overhead", fmt_num(g.kernel_launch_seconds * 1e6) + " us", "kernel_launch_overhead"},
-      {"memory_efficiency", fmt_num(g.memory_efficiency), "memory_efficiency"},
-      {"gemm.max_efficiency", fmt_num(g.gemm.max_efficiency), "gemm.max_efficiency"},
       {"gemm.half_size", fmt_num(g.gemm.half_size / 1e9) + " GFLOP", "gemm.half_size"},
-      {"batched_gemm.max_efficiency", fmt_num(g.batched_gemm.max_efficiency), "batched_gemm.max_efficiency"},
       {"batched_gemm.half_size", fmt_num(g.batched_gemm.half_size / 1e9) + " GFLOP", "batched_gemm.half_size"},
-      {"memory_bound.max_efficiency", fmt_num(g.memory_bound.max_efficiency), "memory_bound.max_efficiency"},
       {"memory_bound.half_size", fmt_num(g.memory_bound.half_size / 1e6) + " MB", "memory_bound.half_size"},
       {"reserved_memory", fmt_num(g.reserved_memory_bytes / kGiB) + " GiB", "reserved_memory"},
       {"power", fmt_num(g.power_watts) + " W", "power"},
       {"pcie_generation", g.pcie_generation, ""},
   };
   print_rows(rows, g.sources);
+}
+
+void show_stack(const StackProfile& s, const std::string& dir) {
+  fmt::print("stack {} — {}\nfile: {}/stacks/{}.json\nsource: {}\nfuses: {}\n", s.name, s.description, dir, s.name,
+             s.source, s.fuses.empty() ? std::string("nothing") : fmt::format("{}", fmt::join(s.fuses, ", ")));
+  for (const auto& [family, f] : s.fits) {
+    fmt::print("\nfamily {} (GPUs: {}); fitted on: {}; held out: {}\n", family, fmt::join(f.gpus, ", "),
+               f.fitted_on.empty() ? std::string("nothing (estimates)") : fmt::format("{}", fmt::join(f.fitted_on, ", ")),
+               f.held_out.empty() ? std::string("none") : fmt::format("{}", fmt::join(f.held_out, ", ")));
+    std::vector<Row> rows = {
+        {"kernel_launch_overhead", fmt_num(f.kernel_launch_seconds * 1e6) + " us", "kernel_launch_overhead"},
+        {"memory_efficiency", fmt_num(f.memory_efficiency), "memory_efficiency"},
+        {"gemm_max_efficiency", fmt_num(f.gemm_max_efficiency), "gemm_max_efficiency"},
+        {"batched_gemm_max_efficiency", fmt_num(f.batched_gemm_max_efficiency), "batched_gemm_max_efficiency"},
+    };
+    print_rows(rows, f.sources);
+  }
 }
 
 void show_node(const NodeProfile& n, const std::string& dir) {
@@ -210,9 +233,18 @@ void list_table(const ProfileSet& set, const std::string& dir) {
   fmt::print("  {:<20} {:>9} {:>9} {:>8} {:>9} {:>6}  {}\n", "name", "fp16 TF", "fp32 TF", "mem GiB", "mem GB/s",
              "W", "description");
   for (const auto& [name, g] : set.gpus)
-    fmt::print("  {:<20} {:>9} {:>9} {:>8} {:>9} {:>6}  {}\n", name, fmt_num(g.peak_fp16_tensor_flops / 1e12),
-               fmt_num(g.peak_fp32_flops / 1e12), fmt_num(g.memory_bytes / kGiB),
+    fmt::print("  {:<20} {:>9} {:>9} {:>8} {:>9} {:>6}  {}\n", name, fmt_num(g.peak_fp16_tensor_flops_per_second / 1e12),
+               fmt_num(g.peak_fp32_flops_per_second / 1e12), fmt_num(g.memory_bytes / kGiB),
                fmt_num(g.memory_bandwidth_bytes_per_second / 1e9), fmt_num(g.power_watts), g.description);
+  fmt::print("\nSoftware stacks ({}/stacks)\n", dir);
+  fmt::print("  {:<24} {:<36} {:<40}  {}\n", "name", "fuses", "fitted on GPUs (family: runs)", "description");
+  for (const auto& [name, s] : set.stacks) {
+    std::vector<std::string> fitted;
+    for (const auto& [family, f] : s.fits)
+      fitted.push_back(fmt::format("{}: {}", fmt::format("{}", fmt::join(f.gpus, "/")), f.fitted_on.size()));
+    fmt::print("  {:<24} {:<36} {:<40}  {}\n", name, s.fuses.empty() ? std::string("-") : fmt::format("{}", fmt::join(s.fuses, ",")),
+               fmt::format("{}", fmt::join(fitted, "; ")), s.description);
+  }
   fmt::print("\nNodes ({}/nodes)\n", dir);
   fmt::print("  {:<15} {:<25} {:<17} {:>11} {:<16} {:>6} {:>9}\n", "name", "gpus", "topology", "nvlink GB/s",
              "nics x network", "kW", "purchase");
@@ -238,9 +270,10 @@ void list_table(const ProfileSet& set, const std::string& dir) {
 }
 
 Json list_json(const ProfileSet& set, const std::string& dir) {
-  Json out{{"directory", dir}, {"gpus", Json::array()}, {"nodes", Json::array()}, {"networks", Json::array()},
-           {"prices", Json::array()}};
+  Json out{{"directory", dir}, {"gpus", Json::array()}, {"stacks", Json::array()}, {"nodes", Json::array()},
+           {"networks", Json::array()}, {"prices", Json::array()}};
   for (const auto& [_, g] : set.gpus) out["gpus"].push_back(gpu_json(g));
+  for (const auto& [_, s] : set.stacks) out["stacks"].push_back(stack_json(s));
   for (const auto& [_, n] : set.nodes) out["nodes"].push_back(node_json(n));
   for (const auto& [_, n] : set.networks) out["networks"].push_back(network_json(n));
   for (const auto& [_, p] : set.prices) out["prices"].push_back(price_json(p));
@@ -250,6 +283,7 @@ Json list_json(const ProfileSet& set, const std::string& dir) {
 std::string all_names(const ProfileSet& set) {
   std::vector<std::string> names;
   for (const auto& [n, _] : set.gpus) names.push_back(n);
+  for (const auto& [n, _] : set.stacks) names.push_back(n);
   for (const auto& [n, _] : set.nodes) names.push_back(n);
   for (const auto& [n, _] : set.networks) names.push_back(n);
   for (const auto& [n, _] : set.prices) names.push_back(n);
@@ -292,6 +326,8 @@ int run_profiles_command(int argc, char** argv) {
   const bool json = format == "json";
   if (auto it = set.gpus.find(name); it != set.gpus.end()) {
     json ? fmt::print("{}\n", gpu_json(it->second).dump(2)) : show_gpu(it->second, dir);
+  } else if (auto it = set.stacks.find(name); it != set.stacks.end()) {
+    json ? fmt::print("{}\n", stack_json(it->second).dump(2)) : show_stack(it->second, dir);
   } else if (auto it = set.nodes.find(name); it != set.nodes.end()) {
     json ? fmt::print("{}\n", node_json(it->second).dump(2)) : show_node(it->second, dir);
   } else if (auto it = set.networks.find(name); it != set.networks.end()) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.hpp"
@@ -14,7 +15,7 @@
 #include "reports/scenario.hpp"
 #include "reports/text_table.hpp"
 #include "reports/validation_report.hpp"
-#include "sim/calibration.hpp"
+#include "calibration/published_fit.hpp"
 #include "tools/cli_support.hpp"
 #include "tools/commands.hpp"
 
@@ -30,13 +31,31 @@ std::string format_metric(const std::string& metric, double v) {
   return fmt::format("{:.4g}", v);
 }
 
+// A stack's single-GPU errors, split by the runs' role.
+struct StackErrors {
+  std::vector<double> fit, held_out;
+};
+
+double mean_abs(const std::vector<double>& errors) {
+  double sum = 0;
+  for (double e : errors) sum += std::abs(e);
+  return errors.empty() ? 0 : sum / static_cast<double>(errors.size());
+}
+
+double worst(const std::vector<double>& errors) {
+  double w = 0;
+  for (double e : errors)
+    if (std::abs(e) > std::abs(w)) w = e;
+  return w;
+}
+
 }  // namespace
 
 int run_validate_command(int argc, char** argv) {
   CLI::App app{"Compare ptsim's predictions with published results; print the error of each", "validate"};
   std::string format = "table";
   std::string profiles_dir = hwprofiles::hwprofiles_directory();
-  std::string runs_path = sim::default_published_runs_path();
+  std::string runs_path = calibration::default_published_runs_path();
   std::vector<std::string> only;
   std::string report_path;
   app.add_option("--format", format, "table | json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
@@ -81,29 +100,45 @@ int run_validate_command(int argc, char** argv) {
   }
 
   // Published single-GPU throughputs (the compute-model fit's inputs and held-out runs).
-  sim::PublishedRunSet set = sim::load_published_runs(runs_path);
+  calibration::PublishedRunSet set = calibration::load_published_runs(runs_path);
   nlohmann::json single = nlohmann::json::array();
-  reports::TextTable runs({"single-GPU run", "used in fit", "published seq/s", "predicted", "error"});
+  reports::TextTable runs({"single-GPU run", "stack", "used in fit", "published seq/s", "predicted", "error"});
+  std::map<std::string, StackErrors> by_stack;
   for (const auto& run : set.runs) {
-    double predicted = sim::predict_run(run, hwprofiles::find_gpu(profiles, run.gpu));
+    double predicted = calibration::predict_run(run, profiles);
     double error = predicted / run.sequences_per_second - 1;
-    single.push_back({{"id", run.id}, {"gpu", run.gpu}, {"role", run.role}, {"published", run.sequences_per_second},
-                      {"predicted", predicted}, {"relative_error", error}, {"source", run.source}});
-    runs.add_row({run.id, run.role == "fit" ? "yes" : "held out", fmt::format("{:.2f}", run.sequences_per_second),
+    single.push_back({{"id", run.id}, {"gpu", run.gpu}, {"stack", run.stack}, {"role", run.role},
+                      {"published", run.sequences_per_second}, {"predicted", predicted}, {"relative_error", error},
+                      {"source", run.source}});
+    runs.add_row({run.id, run.stack, run.role == "fit" ? "yes" : "held out", fmt::format("{:.2f}", run.sequences_per_second),
                   fmt::format("{:.2f}", predicted), fmt::format("{:+.1f}%", 100 * error)});
+    (run.role == "fit" ? by_stack[run.stack].fit : by_stack[run.stack].held_out).push_back(error);
+  }
+  nlohmann::json stacks = nlohmann::json::array();
+  reports::TextTable stack_table({"stack", "fit runs", "mean |error|", "held-out runs", "mean |error|", "worst held out"});
+  for (const auto& [name, e] : by_stack) {
+    stacks.push_back({{"stack", name}, {"fit_runs", e.fit.size()}, {"fit_mean_abs_error", mean_abs(e.fit)},
+                      {"held_out_runs", e.held_out.size()}, {"held_out_mean_abs_error", mean_abs(e.held_out)},
+                      {"held_out_worst_error", worst(e.held_out)}});
+    auto pct = [](const std::vector<double>& v, double x) { return v.empty() ? std::string("-") : fmt::format("{:.1f}%", 100 * x); };
+    stack_table.add_row({name, std::to_string(e.fit.size()), pct(e.fit, mean_abs(e.fit)), std::to_string(e.held_out.size()),
+                         pct(e.held_out, mean_abs(e.held_out)),
+                         e.held_out.empty() ? std::string("-") : fmt::format("{:+.1f}%", 100 * worst(e.held_out))});
   }
   if (!report_path.empty()) {
-    const nlohmann::json validation = {{"published_results", targets}, {"single_gpu_runs", single}, {"runs_file", set.path}};
+    const nlohmann::json validation = {{"published_results", targets}, {"single_gpu_runs", single}, {"stacks", stacks},
+                                       {"runs_file", set.path}};
     core::write_file_atomic(report_path, reports::render_validation_report(validation, chart_library), "--report");
   }
   if (format == "json") {
-    fmt::print("{}\n", nlohmann::json{{"published_results", targets}, {"single_gpu_runs", single}}.dump(2));
+    fmt::print("{}\n", nlohmann::json{{"published_results", targets}, {"single_gpu_runs", single}, {"stacks", stacks}}.dump(2));
     return 0;
   }
   fmt::print("Published results vs ptsim (one profile set for every scenario; no per-scenario factors):\n{}",
              table.render());
   for (const auto& g : gaps) fmt::print("{}\n", g);
   fmt::print("\nPublished single-GPU throughputs (BERT-large pretraining; {}):\n{}", set.path, runs.render());
+  fmt::print("\nPer software stack (fit runs set the stack's values; held-out runs test them):\n{}", stack_table.render());
   if (!report_path.empty()) fmt::print("\nwrote {}: open it in a browser (it needs no network)\n", report_path);
   return 0;
 }

@@ -17,14 +17,16 @@ struct RecipeFlags {
   int64_t data_parallel = 1;
   int64_t tensor_parallel = 1;
   bool recompute = false;
-  double bucket_mb = 25;
+  double bucket_mib = 25;
   int64_t max_predictions = 0;
   bool no_dropout = false;
   bool no_clipping = false;
+  std::string stack;  // software stack (hwprofiles/stacks); "" = the GPU's one stack (graph: no fusions)
 };
 
 inline void add_recipe_flags(CLI::App& app, RecipeFlags& f) {
-  app.add_option("--precision", f.precision, "fp32 | fp16 | bf16")->capture_default_str();
+  app.add_option("--precision", f.precision, "fp32 | tf32 | fp16 | bf16")->capture_default_str();
+  app.add_option("--stack", f.stack, "software stack (ptsim profiles list): its fitted values and the ops it fuses");
   app.add_option("--micro-batch", f.micro_batch, "sequences per micro-step per data-parallel rank")->capture_default_str();
   app.add_option("--seq-len", f.seq_len, "sequence length")->capture_default_str();
   app.add_option("--grad-accum", f.grad_accum, "micro-steps per optimizer step")->capture_default_str();
@@ -32,7 +34,7 @@ inline void add_recipe_flags(CLI::App& app, RecipeFlags& f) {
   app.add_option("--data-parallel", f.data_parallel, "data-parallel ranks")->capture_default_str();
   app.add_option("--tensor-parallel", f.tensor_parallel, "Megatron tensor-parallel ranks")->capture_default_str();
   app.add_flag("--recompute", f.recompute, "recompute each layer's activations in backward");
-  app.add_option("--bucket-mb", f.bucket_mb, "gradient all-reduce bucket size in MiB")->capture_default_str();
+  app.add_option("--bucket-mib", f.bucket_mib, "gradient all-reduce bucket size in MiB")->capture_default_str();
   app.add_option("--max-predictions", f.max_predictions, "MLM predictions per sequence (0: as data prepare, ceil(15% of seq-len) rounded up to a multiple of 4: 20 at 128, 80 at 512)")
       ->capture_default_str();
   app.add_flag("--no-dropout", f.no_dropout, "build without dropout ops");
@@ -46,7 +48,7 @@ inline void check_recipe_flag_ranges(const RecipeFlags& f) {
   core::check_range(f.grad_accum, core::ranges::grad_accum, "--grad-accum");
   core::check_range(f.data_parallel, core::ranges::parallel, "--data-parallel");
   core::check_range(f.tensor_parallel, core::ranges::parallel, "--tensor-parallel");
-  core::check_range(f.bucket_mb, core::ranges::bucket_mb, "--bucket-mb");
+  core::check_range(f.bucket_mib, core::ranges::bucket_mib, "--bucket-mib");
   core::check_range(f.max_predictions, core::ranges::max_predictions, "--max-predictions");
 }
 
@@ -61,7 +63,7 @@ inline models::Recipe to_recipe(const RecipeFlags& f) {
   r.data_parallel = f.data_parallel;
   r.tensor_parallel = f.tensor_parallel;
   r.recompute_activations = f.recompute;
-  r.bucket_bytes = f.bucket_mb * 1024 * 1024;
+  r.bucket_bytes = f.bucket_mib * 1024 * 1024;
   r.max_predictions = f.max_predictions;
   r.include_dropout = !f.no_dropout;
   r.gradient_clipping = !f.no_clipping;

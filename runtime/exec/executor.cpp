@@ -114,7 +114,7 @@ struct Executor::Impl {
   }
 
   void validate() const {
-    if (graph.recipe.precision != models::Precision::fp32 && options.compute != ComputeType::f32)
+    if (models::is_mixed_precision(graph.recipe.precision) && options.compute != ComputeType::f32)
       throw InputError(fmt::format("ComputeType::f64 (finite-difference checks) needs a graph built with precision "
                                    "fp32 (got {}): bf16/fp16 graphs run with ComputeType::f32",
                                    models::to_string(graph.recipe.precision)));

@@ -14,7 +14,7 @@ TEST_CASE("recipe flags outside their range") {
       {"micro-batch zero", "graph --model bert-tiny --micro-batch 0", {"--micro-batch is 0"}},
       {"grad-accum negative", "graph --model bert-tiny --grad-accum -1", {"--grad-accum is -1", "[1, 16777216]"}},
       {"seq-len huge", "graph --model bert-tiny --seq-len 2000000", {"--seq-len is 2000000", "[1, 1048576]"}},
-      {"bucket-mb zero", "graph --model bert-tiny --bucket-mb 0", {"--bucket-mb is 0", "(0, 1048576]"}},
+      {"bucket-mib zero", "graph --model bert-tiny --bucket-mib 0", {"--bucket-mib is 0", "(0, 1048576]"}},
       {"max-predictions negative", "graph --model bert-tiny --max-predictions -1", {"--max-predictions is -1"}},
       {"tensor-parallel zero", "graph --model bert-tiny --tensor-parallel 0", {"--tensor-parallel is 0"}},
       {"predict --gpu micro-batch", "predict --gpu t4 --model bert-tiny --micro-batch 9223372036854775807",

@@ -100,7 +100,8 @@ TEST_CASE("ptsim validate and calibrate print every published single-GPU run") {
   auto validate = run_ptsim("validate --format json");
   REQUIRE(validate.exit_code == 0);
   auto j = json_of(validate.output);
-  CHECK(j["single_gpu_runs"].size() == 6);
+  CHECK(j["single_gpu_runs"].size() == 14);  // calibration/data/published_single_gpu.json: 6 V100/T4 + 8 A100 runs
+  CHECK(j["stacks"].size() == 3);             // the stacks those runs fit: 2019 Apex, NGC 20.06, NGC 21.11 + LDDL
   auto calibrate = run_ptsim("calibrate published");
   REQUIRE(calibrate.exit_code == 0);
   CHECK(calibrate.output.find("holdout") != std::string::npos);

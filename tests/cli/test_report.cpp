@@ -322,6 +322,9 @@ TEST_CASE("ptsim validate --report: predicted against published with the toleran
     CHECK(a.at("within_tolerance") == b.at("within_tolerance"));
   }
   CHECK(data.at("single_gpu_runs").size() == printed.at("single_gpu_runs").size());
+  CHECK(data.at("stacks") == printed.at("stacks"));  // the per-stack fit and held-out errors, as printed
+  CHECK(text.find("Per software stack") != std::string::npos);
+  CHECK(text.find("pytorch-ngc21.11-lddl") != std::string::npos);
   const std::regex external(R"((src|href)\s*=\s*["']?\s*(https?:)?//)", std::regex::icase);
   CHECK_FALSE(std::regex_search(text, external));
 }

@@ -1,6 +1,6 @@
 // tests/hwprofiles/profile_fixture.hpp — a scratch copy of the shipped hwprofiles/ that a test can break.
 // Each ScratchProfiles is a fresh temp directory (removed on destruction) holding a copy of
-// gpus/ nodes/ networks/ prices/; edit() loads one JSON file, lets the test mutate it, writes it back.
+// gpus/ stacks/ nodes/ networks/ prices/; edit() loads one JSON file, lets the test mutate it, writes it back.
 #pragma once
 #include <cstdlib>
 #include <filesystem>
@@ -18,7 +18,7 @@ class ScratchProfiles {
   ScratchProfiles() {
     std::string pattern = (std::filesystem::temp_directory_path() / "ptsim-hwprofiles-XXXXXX").string();
     if (char* made = mkdtemp(pattern.data())) root_ = made;
-    for (const char* kind : {"gpus", "nodes", "networks", "prices"})
+    for (const char* kind : {"gpus", "stacks", "nodes", "networks", "prices"})
       std::filesystem::copy(std::filesystem::path(hwprofiles::hwprofiles_directory()) / kind, root_ / kind,
                             std::filesystem::copy_options::recursive);
   }

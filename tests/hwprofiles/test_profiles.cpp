@@ -39,7 +39,7 @@ TEST_CASE("every shipped profile loads and cross-validates") {
   // (Named copies, not structured bindings, in the CHECK macros: clang 14 cannot capture bindings in a lambda.)
   for (const auto& [gpu_name, g] : set.gpus) {
     const std::string name = gpu_name;
-    CHECK_MESSAGE(g.sources.size() == 17, name);  // 11 scalar quantities + 3 curves x 2
+    CHECK_MESSAGE(g.sources.size() == 12, name);  // 9 scalar quantities + 3 curves' half sizes (the rest is the stack's)
     for (const auto& entry : g.sources) CHECK_MESSAGE(!entry.second.empty(), name, ".", entry.first);
   }
   for (const auto& [node_name, n] : set.nodes) {
@@ -55,9 +55,9 @@ TEST_CASE("every shipped profile loads and cross-validates") {
 TEST_CASE("GPU figures match the datasheets in REFERENCE.md (GPUs table)") {
   const ProfileSet set = load_profiles();
   const GpuProfile& t4 = find_gpu(set, "t4");
-  CHECK(same(t4.peak_fp16_tensor_flops, 65e12));
-  CHECK(same(t4.peak_fp32_flops, 8.1e12));
-  CHECK(t4.peak_bf16_tensor_flops == 0);  // "fp16; no bf16"
+  CHECK(same(t4.peak_fp16_tensor_flops_per_second, 65e12));
+  CHECK(same(t4.peak_fp32_flops_per_second, 8.1e12));
+  CHECK(t4.peak_bf16_tensor_flops_per_second == 0);  // "fp16; no bf16"
   CHECK(same(t4.memory_bandwidth_bytes_per_second, 320e9));
   CHECK(same(t4.memory_bytes, 16 * kGiB));
   CHECK(same(t4.power_watts, 70));
@@ -65,46 +65,83 @@ TEST_CASE("GPU figures match the datasheets in REFERENCE.md (GPUs table)") {
   CHECK(t4.sustained_clock_fraction < 1.0);  // "throttles under sustained load"
 
   const GpuProfile& v100 = find_gpu(set, "v100-sxm2-16gb");
-  CHECK(same(v100.peak_fp16_tensor_flops, 125e12));
-  CHECK(same(v100.peak_fp32_flops, 15.7e12));
+  CHECK(same(v100.peak_fp16_tensor_flops_per_second, 125e12));
+  CHECK(same(v100.peak_fp32_flops_per_second, 15.7e12));
   CHECK(same(v100.memory_bandwidth_bytes_per_second, 900e9));
   CHECK(same(v100.power_watts, 300));
   CHECK(same(find_gpu(set, "v100-sxm2-32gb").memory_bytes, 32 * kGiB));
 
   const GpuProfile& sxm3 = find_gpu(set, "v100-sxm3-32gb");  // DGX-2H part: ~130 TFLOPS at 450 W
-  CHECK(same(sxm3.peak_fp16_tensor_flops, 130e12));
+  CHECK(same(sxm3.peak_fp16_tensor_flops_per_second, 130e12));
   CHECK(same(sxm3.power_watts, 450));
   CHECK(same(sxm3.memory_bytes, 32 * kGiB));
   CHECK(same(find_gpu(set, "v100-sxm3-32gb-350w").power_watts, 350));
 
   const GpuProfile& pcie = find_gpu(set, "v100-pcie-16gb");
-  CHECK(same(pcie.peak_fp16_tensor_flops, 112e12));
-  CHECK(same(pcie.peak_fp32_flops, 14e12));
+  CHECK(same(pcie.peak_fp16_tensor_flops_per_second, 112e12));
+  CHECK(same(pcie.peak_fp32_flops_per_second, 14e12));
   CHECK(same(pcie.power_watts, 250));
 
   const GpuProfile& a100 = find_gpu(set, "a100-40gb");
-  CHECK(same(a100.peak_fp16_tensor_flops, 312e12));
-  CHECK(same(a100.peak_bf16_tensor_flops, 312e12));
-  CHECK(same(a100.peak_tf32_flops, 156e12));
-  CHECK(same(a100.peak_fp32_flops, 19.5e12));
+  CHECK(same(a100.peak_fp16_tensor_flops_per_second, 312e12));
+  CHECK(same(a100.peak_bf16_tensor_flops_per_second, 312e12));
+  CHECK(same(a100.peak_tf32_flops_per_second, 156e12));
+  CHECK(same(a100.peak_fp32_flops_per_second, 19.5e12));
   CHECK(same(a100.memory_bandwidth_bytes_per_second, 1555e9));
   CHECK(same(find_gpu(set, "a100-80gb").memory_bandwidth_bytes_per_second, 2039e9));
 
   const GpuProfile& h100 = find_gpu(set, "h100-sxm");
-  CHECK(same(h100.peak_bf16_tensor_flops, 989e12));
-  CHECK(same(h100.peak_fp32_flops, 67e12));
+  CHECK(same(h100.peak_bf16_tensor_flops_per_second, 989e12));
+  CHECK(same(h100.peak_fp32_flops_per_second, 67e12));
   CHECK(same(h100.memory_bandwidth_bytes_per_second, 3.35e12));
   CHECK(same(h100.power_watts, 700));
   const GpuProfile& h200 = find_gpu(set, "h200");
   CHECK(same(h200.memory_bandwidth_bytes_per_second, 4.8e12));
   CHECK(same(h200.memory_bytes, 141 * kGiB));
-  // REFERENCE.md H200 measurements: D2D copy 4.27 of 4.8 TB/s; bf16 GEMM 700-777 TFLOP/s of 989.
-  CHECK(h200.memory_efficiency == doctest::Approx(4.27 / 4.8).epsilon(0.01));
-  CHECK(h200.gemm.max_efficiency >= 700.0 / 989);
-  CHECK(h200.gemm.max_efficiency <= 777.0 / 989 + 0.01);
-  // V100 large-GEMM efficiency is expected in 0.7-0.8 of peak (initial estimate, before calibration).
-  CHECK(v100.gemm.max_efficiency >= 0.7);
-  CHECK(v100.gemm.max_efficiency <= 0.8);
+  // REFERENCE.md H200 measurements: D2D copy 4.27 of 4.8 TB/s; bf16 GEMM 700-777 TFLOP/s of 989 (the
+  // pytorch-2-sdpa stack's H200 values).
+  const GpuProfile h200_stacked = device_profile(set, "h200", "pytorch-2-sdpa");
+  CHECK(h200_stacked.memory_efficiency == doctest::Approx(4.27 / 4.8).epsilon(0.01));
+  CHECK(h200_stacked.gemm.max_efficiency >= 700.0 / 989);
+  CHECK(h200_stacked.gemm.max_efficiency <= 777.0 / 989 + 0.01);
+  // V100 large-GEMM efficiency under the 2019 stack is expected in 0.7-0.8 of peak.
+  const GpuProfile v100_stacked = device_profile(set, "v100-sxm2-16gb", "pytorch-apex-ngc19.07");
+  CHECK(v100_stacked.gemm.max_efficiency >= 0.7);
+  CHECK(v100_stacked.gemm.max_efficiency <= 0.8);
+}
+
+TEST_CASE("stacks: every GPU has exactly one stack; a stack lacking a GPU says which stacks have it") {
+  const ProfileSet set = load_profiles();
+  for (const auto& entry : set.gpus) {
+    const std::string name = entry.first;  // a copy: clang 14 cannot capture bindings in CAPTURE's lambda
+    CAPTURE(name);
+    CHECK_NOTHROW(default_stack_for(set, name));
+  }
+  CHECK(find_stack(set, "pytorch-2-sdpa").fuses_op("fused_attention"));
+  CHECK_FALSE(find_stack(set, "pytorch-apex-ngc19.07").fuses_op("fused_attention"));
+  CHECK_THROWS_WITH_AS(device_profile(set, "t4", "pytorch-ngc20.06"),
+                       has("stack 'pytorch-ngc20.06' has no values for GPU 't4' (it was fitted on: a100-40gb)"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(device_profile(set, "t4", "pytorch-ngc20.06"), has("pytorch-apex-ngc19.07"), InputError);
+}
+
+TEST_CASE("malformed stacks name the file and the field") {
+  ScratchProfiles scratch;
+  const std::string file = scratch.path("stacks/pytorch-ngc20.06.json");
+  SUBCASE("a fusion ptsim does not model") {
+    scratch.edit("stacks/pytorch-ngc20.06.json", [](Json& j) { j["fuses"] = {"fused_softmax_dropout"}; });
+    CHECK_THROWS_WITH_AS(load_stack_profile(file), has(file + ": field 'fuses': expected fusions among"), InputError);
+  }
+  SUBCASE("an efficiency above 1") {
+    scratch.edit("stacks/pytorch-ngc20.06.json",
+                 [](Json& j) { j["fits"]["ga100-40gb"]["gemm_max_efficiency"]["value"] = 1.2; });
+    CHECK_THROWS_WITH_AS(load_stack_profile(file), has("gemm_max_efficiency.value': expected a fraction"), InputError);
+  }
+  SUBCASE("an unknown GPU") {
+    scratch.edit("stacks/pytorch-ngc20.06.json", [](Json& j) { j["fits"]["ga100-40gb"]["gpus"] = {"a100-41gb"}; });
+    CHECK_THROWS_WITH_AS(load_profiles(scratch.dir()), has("field 'fits.ga100-40gb.gpus': unknown GPU profile 'a100-41gb'"),
+                         InputError);
+  }
 }
 
 TEST_CASE("nodes and networks match REFERENCE.md (Nodes and networks)") {
@@ -237,13 +274,11 @@ TEST_CASE("units are converted to SI") {
   std::string path = scratch.edit("gpus/t4.json", [](Json& j) {
     j["memory_bandwidth"] = {{"value", 2560}, {"unit", "Gb/s"}, {"source", "test"}};
     j["memory"] = {{"value", 16000}, {"unit", "MB"}, {"source", "test"}};
-    j["kernel_launch_overhead"] = {{"value", 0.008}, {"unit", "ms"}, {"source", "test"}};
     j["power"] = {{"value", 0.07}, {"unit", "kW"}, {"source", "test"}};
   });
   GpuProfile g = load_gpu_profile(path);
   CHECK(same(g.memory_bandwidth_bytes_per_second, 320e9));
   CHECK(same(g.memory_bytes, 16e9));
-  CHECK(same(g.kernel_launch_seconds, 8e-6));
   CHECK(same(g.power_watts, 70));
   CHECK(g.name == "t4");
   CHECK(g.sources.at("memory") == "test");
@@ -295,10 +330,9 @@ TEST_CASE("malformed GPU profiles name the file and the field") {
     scratch.edit("gpus/t4.json", [](Json& j) { j["power"]["source"] = ""; });
     CHECK_THROWS_WITH_AS(reload(), has(file + ": field 'power.source'"), InputError);
   }
-  SUBCASE("efficiency above 1") {
-    scratch.edit("gpus/t4.json", [](Json& j) { j["gemm"]["max_efficiency"]["value"] = 1.2; });
-    CHECK_THROWS_WITH_AS(reload(), has(file + ": field 'gemm.max_efficiency.value': expected a fraction"),
-                         InputError);
+  SUBCASE("an efficiency in a GPU profile: it belongs to a stack") {
+    scratch.edit("gpus/t4.json", [](Json& j) { j["memory_efficiency"] = {{"value", 0.5}, {"unit", "fraction"}, {"source", "x"}}; });
+    CHECK_THROWS_WITH_AS(reload(), has(file + ": unknown field 'memory_efficiency'"), InputError);
   }
   SUBCASE("not JSON") {
     scratch.write("gpus/t4.json", "{ \"description\": ");

@@ -41,7 +41,7 @@ TEST_CASE("ptsim profiles list --format json is parseable and in SI units") {
 TEST_CASE("ptsim profiles show prints every field with its source") {
   auto r = run_ptsim("profiles show v100-sxm3-32gb");
   REQUIRE(r.exit_code == 0);
-  for (const char* field : {"memory_bandwidth", "peak_fp16_tensor", "sustained_clock_fraction", "gemm.max_efficiency",
+  for (const char* field : {"memory_bandwidth", "peak_fp16_tensor", "sustained_clock_fraction", "gemm.half_size",
                             "memory_bound.half_size", "power"})
     CHECK_MESSAGE(r.output.find(field) != std::string::npos, field);
   CHECK(r.output.find("130 TFLOP/s") != std::string::npos);  // REFERENCE.md: ~130 TFLOPS at 450 W
@@ -51,7 +51,7 @@ TEST_CASE("ptsim profiles show prints every field with its source") {
   auto j = run_ptsim("profiles show v100-sxm3-32gb --format json");
   REQUIRE(j.exit_code == 0);
   Json g = Json::parse(j.output);
-  CHECK(g["peak_fp16_tensor_flops"].get<double>() == doctest::Approx(130e12));
+  CHECK(g["peak_fp16_tensor_flops_per_second"].get<double>() == doctest::Approx(130e12));
   CHECK(g["sources"].contains("memory_bandwidth"));
 
   auto node = run_ptsim("profiles show t4-8x-pcie");

@@ -135,7 +135,8 @@ TEST_CASE("replicated simulation agrees with the exact one within 1% on clusters
     config.cluster.nodes = c.nodes;
     config.cluster.fabric.oversubscription = c.oversubscription;
     config.cluster.fabric.nodes_per_leaf = c.oversubscription > 1 ? 2 : 0;
-    config.gpu = hwprofiles::find_gpu(profiles(), config.cluster.node.gpu);
+    config.gpu = hwprofiles::device_profile(profiles(), config.cluster.node.gpu,
+                                            hwprofiles::default_stack_for(profiles(), config.cluster.node.gpu));
     models::Recipe r;
     r.micro_batch = 8;
     r.seq_len = 128;
@@ -155,7 +156,7 @@ TEST_CASE("bucketed all-reduce overlaps backward: exposed communication is less 
   config.cluster.node = hwprofiles::find_node(profiles(), "dgx-1");
   config.cluster.network = hwprofiles::find_network(profiles(), "ib-edr");
   config.cluster.nodes = 4;
-  config.gpu = hwprofiles::find_gpu(profiles(), "v100-sxm2-16gb");
+  config.gpu = hwprofiles::device_profile(profiles(), "v100-sxm2-16gb", "pytorch-apex-ngc19.07");
   models::Recipe r;
   r.micro_batch = 16;
   r.data_parallel = 32;
@@ -170,4 +171,18 @@ TEST_CASE("bucketed all-reduce overlaps backward: exposed communication is less 
   sim::SingleDevicePrediction one = sim::predict_single_device(g, config.gpu);
   CHECK(a.compute_seconds - s.compute_seconds == doctest::Approx(3 * one.micro_step_seconds).epsilon(0.01));
   CHECK(a.data_parallel_comm_seconds == doctest::Approx(s.data_parallel_comm_seconds).epsilon(0.01));
+}
+
+TEST_CASE("every shipped scenario names the software stack its source used, and the stack has its GPU") {
+  for (const auto& name : reports::builtin_scenario_names()) {
+    const reports::Scenario s = reports::load_scenario(name);
+    CAPTURE(name);
+    REQUIRE_FALSE(s.stack.empty());
+    const std::string gpu = hwprofiles::find_node(profiles(), s.node).gpu;
+    CHECK_NOTHROW(hwprofiles::device_profile(profiles(), gpu, s.stack));
+  }
+  // A stack without values for the scenario's GPU is an input error naming both.
+  const reports::Scenario t4 = reports::load_scenario("t4-academic-cluster", {"recipe.stack=pytorch-2-sdpa"});
+  CHECK_THROWS_WITH_AS(reports::predict_scenario(t4, profiles()),
+                       doctest::Contains("stack 'pytorch-2-sdpa' has no values for GPU 't4'"), core::InputError);
 }

@@ -1,14 +1,14 @@
-// sim/op_calibration.cpp — fit device parameters to measured per-op times.
-#include "sim/op_calibration.hpp"
+// calibration/op_times_fit.cpp — fit device parameters to measured per-op times.
+#include "calibration/op_times_fit.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-#include "sim/calibration.hpp"
+#include "calibration/published_fit.hpp"
 #include "sim/compute_model.hpp"
 
-namespace ptsim::sim {
+namespace ptsim::calibration {
 namespace {
 
 struct Totals {
@@ -21,7 +21,7 @@ Totals totals(const OpTimes& t, const hwprofiles::GpuProfile& gpu, std::map<std:
   for (const auto& m : t.ops) {
     const double executions = models::is_micro_step_phase(m.op.phase) ? static_cast<double>(t.micro_steps) : 1.0;
     const double measured = m.seconds_per_execution * executions;
-    const double predicted = op_cost(m.op, gpu).seconds * executions;
+    const double predicted = sim::op_cost(m.op, gpu).seconds * executions;
     out.measured += measured;
     out.predicted += predicted;
     if (by_kind) {
@@ -65,7 +65,7 @@ OpFit fit_to_op_times(const std::vector<OpTimes>& fit, const std::vector<OpTimes
     for (const auto& t : fit)
       for (const auto& m : t.ops) {
         if (m.seconds_per_execution <= 0 || models::is_communication(m.op.kind)) continue;
-        const double predicted = op_cost(m.op, g).seconds;
+        const double predicted = sim::op_cost(m.op, g).seconds;
         sum += m.seconds_per_execution / total_measured * std::pow(std::log(predicted / m.seconds_per_execution), 2);
       }
     return sum;
@@ -102,4 +102,4 @@ OpFit fit_to_op_times(const std::vector<OpTimes>& fit, const std::vector<OpTimes
   return out;
 }
 
-}  // namespace ptsim::sim
+}  // namespace ptsim::calibration

@@ -1,11 +1,9 @@
-// tests/calibration/test_compute_model.cpp — the roofline compute model, memory fit, and the fit of the
-// shipped V100/T4 profiles to the published single-GPU runs.
+// tests/sim/test_compute_model.cpp — the roofline compute model and the memory fit.
 #include <doctest/doctest.h>
 
 #include "core/error.hpp"
 #include "hwprofiles/profiles.hpp"
 #include "models/builder.hpp"
-#include "sim/calibration.hpp"
 #include "sim/compute_model.hpp"
 #include "sim/memory_check.hpp"
 
@@ -16,8 +14,8 @@ namespace {
 hwprofiles::GpuProfile toy_gpu() {
   hwprofiles::GpuProfile g;
   g.name = "toy";
-  g.peak_fp16_tensor_flops = 100e12;
-  g.peak_fp32_flops = 10e12;
+  g.peak_fp16_tensor_flops_per_second = 100e12;
+  g.peak_fp32_flops_per_second = 10e12;
   g.memory_bandwidth_bytes_per_second = 1e12;
   g.memory_efficiency = 0.8;
   g.sustained_clock_fraction = 0.5;
@@ -60,14 +58,14 @@ TEST_CASE("a precision the GPU lacks is a clear input error") {
   r.precision = models::Precision::bf16;
   r.micro_batch = 2;
   models::TaskGraph g = models::build_task_graph(models::load_model("bert-tiny"), r);
-  CHECK_THROWS_WITH_AS(sim::predict_single_device(g, hwprofiles::find_gpu(profiles, "v100-sxm2-16gb")),
+  CHECK_THROWS_WITH_AS(sim::predict_single_device(g, hwprofiles::device_profile(profiles, "v100-sxm2-16gb", "pytorch-apex-ngc19.07")),
                        doctest::Contains("has no bf16 tensor-core math"), core::InputError);
 }
 
 TEST_CASE("BERT-large seq 512 micro-batch 32 fp16 + LAMB is refused on a 16 GB T4; micro-batch 4 fits") {
   // The example of issue #2 (what the T4 paper ran into at phase 2).
   hwprofiles::ProfileSet profiles = hwprofiles::load_profiles();
-  const auto& t4 = hwprofiles::find_gpu(profiles, "t4");
+  const auto t4 = hwprofiles::device_profile(profiles, "t4", "pytorch-apex-ngc19.07");
   models::ModelSpec m = models::load_model("bert-large");
   models::Recipe r;
   r.seq_len = 512;
@@ -87,38 +85,33 @@ TEST_CASE("BERT-large seq 512 micro-batch 32 fp16 + LAMB is refused on a 16 GB T
   CHECK_FALSE(sim::check_memory(models::plan_memory(models::build_task_graph(m, r)), t4).fits);
 }
 
-TEST_CASE("the shipped V100 and T4 profiles reproduce the published single-GPU runs") {
-  // Published throughputs: REFERENCE.md (NVIDIA DeepLearningExamples README; T4 paper's benchmark logs).
-  // Fit runs: within 5% (the fit has as many parameters as runs for T4, and two for two runs on V100).
-  // Held-out DGX-1 runs (never seen by the fit): within 10% — a real extrapolation to another V100
-  // variant, memory size and micro-batch.
+TEST_CASE("tf32 GEMMs are timed against the tensor-core TF32 peak (hand-computed roofline)") {
+  hwprofiles::GpuProfile g = toy_gpu();
+  g.peak_tf32_flops_per_second = 50e12;
+  models::Op op;
+  op.kind = models::OpKind::gemm;
+  op.dtype = models::DType::f32;
+  op.flops = 1e9;
+  op.bytes_read = 1e3;
+  // fp32 SIMT: eff 0.25, rate 10e12 · 0.5 · 0.25 = 1.25e12 → 800 µs; + 5 µs.
+  CHECK(sim::op_cost(op, g).seconds == doctest::Approx(805e-6).epsilon(1e-9));
+  // TF32: rate 50e12 · 0.5 · 0.25 = 6.25e12 → 160 µs; + 5 µs.
+  op.tf32_math = true;
+  CHECK(sim::op_cost(op, g).seconds == doctest::Approx(165e-6).epsilon(1e-9));
+  // A100 datasheet: 156 TFLOP/s TF32 dense (hwprofiles/gpus/a100-40gb.json).
   hwprofiles::ProfileSet profiles = hwprofiles::load_profiles();
-  sim::PublishedRunSet set = sim::load_published_runs(sim::default_published_runs_path());
-  REQUIRE(set.runs.size() == 6);
-  int holdouts = 0;
-  for (const auto& run : set.runs) {
-    double predicted = sim::predict_run(run, hwprofiles::find_gpu(profiles, run.gpu));
-    CAPTURE(run.id);
-    CAPTURE(predicted);
-    if (run.role == "fit") {
-      CHECK(predicted == doctest::Approx(run.sequences_per_second).epsilon(0.05));
-    } else {
-      ++holdouts;
-      CHECK(predicted == doctest::Approx(run.sequences_per_second).epsilon(0.10));
-    }
-  }
-  CHECK(holdouts == 2);
+  CHECK(sim::peak_precision_flops_per_second(hwprofiles::find_gpu(profiles, "a100-40gb"), models::Precision::tf32) ==
+        doctest::Approx(156e12).epsilon(1e-12));
 }
 
-TEST_CASE("the fit recovers parameters it did not start from") {
-  // Perturb the shipped V100 profiles' memory efficiency and refit: the objective returns to ~0.
+TEST_CASE("tf32 on a GPU without it is an input error naming the GPU and what it supports") {
   hwprofiles::ProfileSet profiles = hwprofiles::load_profiles();
-  for (auto& [name, gpu] : profiles.gpus)
-    if (name.rfind("v100", 0) == 0) gpu.memory_efficiency *= 0.6;
-  sim::PublishedRunSet set = sim::load_published_runs(sim::default_published_runs_path());
-  sim::FitResult fit = sim::fit_group(set, "v100", profiles);
-  for (const auto& e : fit.after)
-    if (e.role == "fit") CHECK(std::abs(e.relative_error()) < 0.01);
-  for (const auto& e : fit.before)
-    if (e.role == "fit") CHECK(e.relative_error() < -0.05);  // the perturbation made predictions too slow
+  models::Recipe r;
+  r.precision = models::Precision::tf32;
+  r.micro_batch = 2;
+  models::TaskGraph g = models::build_task_graph(models::load_model("bert-tiny"), r);
+  const auto v100 = hwprofiles::device_profile(profiles, "v100-sxm2-16gb", "pytorch-apex-ngc19.07");
+  CHECK_THROWS_WITH_AS(sim::predict_single_device(g, v100), doctest::Contains("GPU 'v100-sxm2-16gb' has no tf32"),
+                       core::InputError);
+  CHECK_THROWS_WITH_AS(sim::predict_single_device(g, v100), doctest::Contains("it supports fp32, fp16"), core::InputError);
 }

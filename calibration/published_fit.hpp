@@ -1,4 +1,4 @@
-// sim/calibration.hpp — fit compute-model parameters of GPU profiles to measured or published runs.
+// calibration/published_fit.hpp — fit compute-model parameters of GPU profiles to measured or published runs.
 // A fit group (e.g. "v100") names the parameters it fits and the profiles it applies to; runs marked
 // "holdout" never enter the objective, so their error is an honest extrapolation error.
 // Objective: Σ over fit runs of log(predicted / measured)²; minimised by coordinate search.
@@ -10,8 +10,9 @@
 
 #include "hwprofiles/profiles.hpp"
 #include "models/recipe.hpp"
+#include "models/task_graph.hpp"
 
-namespace ptsim::sim {
+namespace ptsim::calibration {
 
 struct PublishedRun {
   std::string id;
@@ -21,13 +22,15 @@ struct PublishedRun {
   double sequences_per_second = 0;
   std::string role;       // "fit" | "holdout"
   std::string fit_group;
+  std::string stack;      // the fit group's software stack (hwprofiles/stacks)
   std::string source;
 };
 
 struct FitGroup {
   std::string name;
   std::vector<std::string> parameters;  // gemm_efficiency_scale | memory_efficiency | sustained_clock_fraction | kernel_launch_seconds
-  std::vector<std::string> apply_to;    // GPU profile names that receive the fitted values
+  std::string stack;                    // the stack (hwprofiles/stacks/<stack>.json) whose values are fitted
+  std::string family;                   // its fit entry (fits.<family>); the GPUs listed there share the values
   std::string why;
 };
 
@@ -40,8 +43,10 @@ struct PublishedRunSet {
 PublishedRunSet load_published_runs(const std::string& path);
 std::string default_published_runs_path();
 
-// Predicted sequences/s of a run with the given GPU profile.
-double predict_run(const PublishedRun& run, const hwprofiles::GpuProfile& gpu);
+// Predicted sequences/s of a run on its GPU under its stack (fusions included).
+double predict_run(const PublishedRun& run, const hwprofiles::ProfileSet& profiles);
+// The run's TaskGraph as its stack builds it.
+models::TaskGraph build_run_graph(const PublishedRun& run, const hwprofiles::ProfileSet& profiles);
 
 struct RunError {
   std::string id;
@@ -73,4 +78,4 @@ std::map<std::string, double> minimize_coordinatewise(
 
 FitResult fit_group(const PublishedRunSet& set, const std::string& group, const hwprofiles::ProfileSet& profiles);
 
-}  // namespace ptsim::sim
+}  // namespace ptsim::calibration

@@ -1,5 +1,5 @@
-// sim/calibration.cpp — least-squares fit (in log space) of a few GPU-profile parameters to runs.
-#include "sim/calibration.hpp"
+// calibration/published_fit.cpp — least-squares fit (in log space) of a few GPU-profile parameters to runs.
+#include "calibration/published_fit.hpp"
 
 #include <fmt/format.h>
 
@@ -11,11 +11,11 @@
 #include "models/builder.hpp"
 #include "sim/compute_model.hpp"
 
-namespace ptsim::sim {
+namespace ptsim::calibration {
 using core::InputError;
 
 std::string default_published_runs_path() {
-  return core::data_path("reports/calibration/published_single_gpu.json");
+  return core::data_path("calibration/data/published_single_gpu.json");
 }
 
 PublishedRunSet load_published_runs(const std::string& path) {
@@ -36,6 +36,8 @@ PublishedRunSet load_published_runs(const std::string& path) {
     run.recipe.optimizer = models::parse_optimizer(r.get_string("optimizer", "lamb"), r.where("optimizer"));
     run.recipe.seq_len = r.require_int("seq_len", core::ranges::seq_len);
     run.recipe.micro_batch = r.require_int("micro_batch", core::ranges::micro_batch);
+    // Micro-steps per optimizer step as the run accumulated gradients (1: the optimizer every micro-batch).
+    run.recipe.grad_accum = r.get_int("grad_accum", core::ranges::grad_accum, 1);
     run.sequences_per_second = r.require_positive("sequences_per_second");
     run.role = r.require_enum("role", {"fit", "holdout"});
     run.fit_group = r.require_string("fit_group");
@@ -56,22 +58,32 @@ PublishedRunSet load_published_runs(const std::string& path) {
                              "kernel_launch_seconds; got \"" + name + "\"");
       group.parameters.push_back(name);
     }
-    for (const auto& p : g.raw("apply_to")) group.apply_to.push_back(p.get<std::string>());
+    group.stack = g.require_string("stack");
+    group.family = g.require_string("family");
     group.why = g.get_string("why", "");
     g.finish();
     set.groups[group.name] = group;
   }
   top.finish();
-  for (const auto& run : set.runs)
+  for (auto& run : set.runs) {
     if (!set.groups.count(run.fit_group))
       throw InputError(fmt::format("{}: run '{}' names fit group '{}', which fit_groups does not define", path, run.id,
                                    run.fit_group));
+    run.stack = set.groups.at(run.fit_group).stack;
+  }
   return set;
 }
 
-double predict_run(const PublishedRun& run, const hwprofiles::GpuProfile& gpu) {
-  models::TaskGraph g = models::build_task_graph(models::load_model(run.model), run.recipe);
-  return predict_single_device(g, gpu).sequences_per_second;
+models::TaskGraph build_run_graph(const PublishedRun& run, const hwprofiles::ProfileSet& profiles) {
+  models::Recipe recipe = run.recipe;
+  sim::apply_stack_fusions(recipe, hwprofiles::find_stack(profiles, run.stack));
+  return models::build_task_graph(models::load_model(run.model), recipe);
+}
+
+double predict_run(const PublishedRun& run, const hwprofiles::ProfileSet& profiles) {
+  return sim::predict_single_device(build_run_graph(run, profiles),
+                                    hwprofiles::device_profile(profiles, run.gpu, run.stack))
+      .sequences_per_second;
 }
 
 void set_parameter(hwprofiles::GpuProfile& gpu, const std::string& parameter, double value) {
@@ -143,15 +155,14 @@ FitResult fit_group(const PublishedRunSet& set, const std::string& group_name, c
   std::vector<Case> cases;
   for (const auto& run : set.runs)
     if (run.fit_group == group_name)
-      cases.push_back({&run, models::build_task_graph(models::load_model(run.model), run.recipe),
-                       hwprofiles::find_gpu(profiles, run.gpu)});
+      cases.push_back({&run, build_run_graph(run, profiles), hwprofiles::device_profile(profiles, run.gpu, run.stack)});
 
   auto evaluate = [&](const std::map<std::string, double>& values, std::vector<RunError>* errors) {
     double objective = 0;
     for (const auto& c : cases) {
       hwprofiles::GpuProfile gpu = c.base;
       for (const auto& [p, v] : values) set_parameter(gpu, p, v);
-      double predicted = predict_single_device(c.graph, gpu).sequences_per_second;
+      double predicted = sim::predict_single_device(c.graph, gpu).sequences_per_second;
       if (c.run->role == "fit") objective += std::pow(std::log(predicted / c.run->sequences_per_second), 2);
       if (errors) errors->push_back({c.run->id, c.run->role, c.run->sequences_per_second, predicted});
     }
@@ -170,4 +181,4 @@ FitResult fit_group(const PublishedRunSet& set, const std::string& group_name, c
   return result;
 }
 
-}  // namespace ptsim::sim
+}  // namespace ptsim::calibration

@@ -1,4 +1,4 @@
-// sim/op_calibration.hpp — calibrate a device profile from measured per-op times (the runtime's
+// calibration/op_times_fit.hpp — calibrate a device profile from measured per-op times (the runtime's
 // `ptsim train --op-times`, schema ptsim.op_times.v1): fit a few compute-model parameters so the predicted
 // time of every op matches the measurement, and report the error on a held-out measurement (e.g. another
 // micro-batch). This is DESIGN.md's loop: the same TaskGraph measured and predicted op by op.
@@ -10,7 +10,7 @@
 #include "hwprofiles/profiles.hpp"
 #include "models/op_times.hpp"
 
-namespace ptsim::sim {
+namespace ptsim::calibration {
 
 // The measured per-op times, read with the schema's one reader (models/op_times.hpp).
 using models::load_op_times;
@@ -34,10 +34,10 @@ struct OpFit {
   double rejected_predicted_after = 0;
 };
 
-// Parameters as in sim/calibration.hpp (gemm_efficiency_scale, memory_efficiency, kernel_launch_seconds,
+// Parameters as in calibration/published_fit.hpp (gemm_efficiency_scale, memory_efficiency, kernel_launch_seconds,
 // sustained_clock_fraction). Objective: Σ over ops of (measured share of time) × log(predicted/measured)².
 // The result never has a larger step-total error on the fit measurements than `base` (see kept_prior).
 OpFit fit_to_op_times(const std::vector<OpTimes>& fit, const std::vector<OpTimes>& holdout,
                       const hwprofiles::GpuProfile& base, const std::vector<std::string>& parameters);
 
-}  // namespace ptsim::sim
+}  // namespace ptsim::calibration

@@ -1,4 +1,4 @@
-// tests/calibration/test_op_calibration.cpp — calibration from per-op times (schema ptsim.op_times.v1):
+// tests/calibration/test_op_times_fit.cpp — calibration from per-op times (schema ptsim.op_times.v1):
 // the file round-trips, and a fit started from a wrong profile recovers the profile that made the times.
 #include <doctest/doctest.h>
 
@@ -13,7 +13,7 @@
 #include "models/builder.hpp"
 #include "models/op_times.hpp"
 #include "sim/compute_model.hpp"
-#include "sim/op_calibration.hpp"
+#include "calibration/op_times_fit.hpp"
 
 using namespace ptsim;
 
@@ -47,10 +47,10 @@ models::TaskGraph tiny_graph(int64_t micro_batch) {
 
 TEST_CASE("a fit to op times made by a known profile recovers that profile's step time") {
   hwprofiles::ProfileSet profiles = hwprofiles::load_profiles();
-  const hwprofiles::GpuProfile truth = hwprofiles::find_gpu(profiles, "cpu-xeon-2c");
+  const hwprofiles::GpuProfile truth = hwprofiles::device_profile(profiles, "cpu-xeon-2c", "ptsim-cpu");
   std::string fit_file = write_op_times(tiny_graph(8), truth, "ptsim_optimes_fit.json");
   std::string holdout_file = write_op_times(tiny_graph(16), truth, "ptsim_optimes_holdout.json");
-  sim::OpTimes fit = sim::load_op_times(fit_file);
+  calibration::OpTimes fit = calibration::load_op_times(fit_file);
   CHECK(fit.micro_steps == 2);
   CHECK(fit.ops.size() == tiny_graph(8).ops.size());
 
@@ -59,7 +59,7 @@ TEST_CASE("a fit to op times made by a known profile recovers that profile's ste
   wrong.gemm.max_efficiency *= 0.6;
   wrong.batched_gemm.max_efficiency *= 0.6;
   wrong.kernel_launch_seconds *= 3;
-  sim::OpFit r = sim::fit_to_op_times({fit}, {sim::load_op_times(holdout_file)}, wrong,
+  calibration::OpFit r = calibration::fit_to_op_times({fit}, {calibration::load_op_times(holdout_file)}, wrong,
                                       {"gemm_efficiency_scale", "memory_efficiency", "kernel_launch_seconds"});
   // Before: the wrong profile is clearly off; after: the step (Σ ops) within 1% on the fit and the held-out
   // micro-batch, because the three parameters are exactly what was perturbed.
@@ -74,14 +74,14 @@ TEST_CASE("a malformed op-times file is an input error naming the field") {
   std::ofstream(path) << R"({"schema": "ptsim.op_times.v1", "source": "measured", "step_seconds": 1,
     "recipe": {"grad_accum": 1}, "ops": [{"id": 0, "name": "x", "kind": "warp_drive", "phase": "forward",
     "layer": 0, "flops": 1, "bytes_read": 1, "bytes_written": 1, "dtype": "f32", "seconds": 1}]})";
-  CHECK_THROWS_WITH_AS(sim::load_op_times(path), doctest::Contains("ops[0].kind"), core::InputError);
+  CHECK_THROWS_WITH_AS(calibration::load_op_times(path), doctest::Contains("ops[0].kind"), core::InputError);
   std::ofstream(path) << R"({"schema": "other"})";
-  CHECK_THROWS_WITH_AS(sim::load_op_times(path), doctest::Contains("schema"), core::InputError);
+  CHECK_THROWS_WITH_AS(calibration::load_op_times(path), doctest::Contains("schema"), core::InputError);
 }
 
 TEST_CASE("op-times files: unknown or repeated op ids and all-zero times are input errors") {
   hwprofiles::ProfileSet profiles = hwprofiles::load_profiles();
-  const std::string good = write_op_times(tiny_graph(8), hwprofiles::find_gpu(profiles, "cpu-xeon-2c"), "ptsim_optimes_ids.json");
+  const std::string good = write_op_times(tiny_graph(8), hwprofiles::device_profile(profiles, "cpu-xeon-2c", "ptsim-cpu"), "ptsim_optimes_ids.json");
   std::ifstream in(good);
   const core::Json original = core::Json::parse(in);
   const std::string path = (std::filesystem::temp_directory_path() / "ptsim_optimes_mutated.json").string();
@@ -89,7 +89,7 @@ TEST_CASE("op-times files: unknown or repeated op ids and all-zero times are inp
     core::Json j = original;
     change(j);
     std::ofstream(path) << j.dump();
-    return sim::load_op_times(path);
+    return calibration::load_op_times(path);
   };
   const int64_t n = static_cast<int64_t>(original["ops"].size());
   CHECK_THROWS_WITH_AS(load_with([&](core::Json& j) { j["ops"][3]["id"] = n + 5; }),
@@ -109,9 +109,9 @@ TEST_CASE("a fit that would make the step-total error worse keeps the prior para
   // the step totals agree (error before ~0): the errors cancel, as in issue #9's -14% -> +17% case. Fitting
   // only memory_efficiency speeds up the memory-bound ops and so moves the step total away.
   hwprofiles::ProfileSet profiles = hwprofiles::load_profiles();
-  const hwprofiles::GpuProfile gpu = hwprofiles::find_gpu(profiles, "cpu-xeon-2c");
-  sim::OpTimes t = sim::load_op_times(write_op_times(tiny_graph(8), gpu, "ptsim_optimes_cancel.json"));
-  auto is_gemm = [](const sim::MeasuredOp& m) {
+  const hwprofiles::GpuProfile gpu = hwprofiles::device_profile(profiles, "cpu-xeon-2c", "ptsim-cpu");
+  calibration::OpTimes t = calibration::load_op_times(write_op_times(tiny_graph(8), gpu, "ptsim_optimes_cancel.json"));
+  auto is_gemm = [](const calibration::MeasuredOp& m) {
     return m.op.kind == models::OpKind::gemm || m.op.kind == models::OpKind::batched_gemm;
   };
   double gemm = 0, other = 0;
@@ -120,7 +120,7 @@ TEST_CASE("a fit that would make the step-total error worse keeps the prior para
   REQUIRE(other > 0);
   for (auto& m : t.ops) m.seconds_per_execution *= is_gemm(m) ? 1 + 0.3 * other / gemm : 0.7;
 
-  sim::OpFit r = sim::fit_to_op_times({t}, {}, gpu, {"memory_efficiency"});
+  calibration::OpFit r = calibration::fit_to_op_times({t}, {}, gpu, {"memory_efficiency"});
   CHECK(r.kept_prior);
   CHECK(r.values.at("memory_efficiency") == gpu.memory_efficiency);
   CHECK(r.fit_predicted_after == doctest::Approx(r.fit_predicted_before).epsilon(1e-12));
