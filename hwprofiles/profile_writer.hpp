@@ -19,5 +19,8 @@ struct QuantityUpdate {
 // Replaces (or adds) each quantity in the JSON file at `path`, written atomically; throws
 // core::InputError when the file cannot be read or is not a JSON object.
 void write_quantities(const std::string& path, const std::vector<QuantityUpdate>& updates);
+// The same, reading the profile at `from_path` and writing the updated copy to `to_path` (a new profile
+// derived from a shipped one, e.g. a network fitted to a user's benchmark); `from_path` is not changed.
+void write_quantities(const std::string& from_path, const std::string& to_path, const std::vector<QuantityUpdate>& updates);
 
 }  // namespace ptsim::hwprofiles

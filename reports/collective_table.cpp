@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "reports/prediction.hpp"
 
 namespace ptsim::reports {
 namespace {
@@ -38,7 +39,7 @@ sim::CollectiveSpec collective_spec(const CollectiveTableSpec& s, double bytes, 
   c.bytes = bytes;
   for (int r = 0; r < ranks; ++r) c.ranks.push_back(r);
   if (s.kind == sim::CollectiveKind::send_recv) c.ranks = {0, ranks - 1};
-  c.channels = s.config.channels > 0 ? s.config.channels : std::max(2, s.config.cluster.node.nics_per_node);
+  c.channels = s.config.effective_channels();
   c.mode = s.config.mode;
   return c;
 }
@@ -86,6 +87,26 @@ sim::CollectiveKind parse_collective_kind(const std::string& name) {
   throw InputError(fmt::format("--op '{}': expected all_reduce, all_gather, reduce_scatter or broadcast", name));
 }
 
+sim::ClusterConfig resolve_benchmark_cluster(const BenchmarkCluster& flags, const hwprofiles::ProfileSet& profiles,
+                                             const std::string& who) {
+  Scenario cluster_only;  // only the cluster fields are read by resolve_cluster
+  cluster_only.file = who;
+  cluster_only.node = flags.node;
+  cluster_only.nodes = flags.nodes;
+  cluster_only.gpus_per_node = flags.gpus_per_node;
+  cluster_only.network = flags.network;
+  cluster_only.channels = flags.channels;
+  return resolve_cluster(cluster_only, profiles);
+}
+
+sim::CollectiveAlgorithm parse_collective_algorithm(const std::string& name) {
+  if (name == "auto") return sim::CollectiveAlgorithm::automatic;
+  if (name == "ring") return sim::CollectiveAlgorithm::ring;
+  if (name == "tree") return sim::CollectiveAlgorithm::tree;
+  if (name == "hierarchical") return sim::CollectiveAlgorithm::hierarchical;
+  throw InputError(fmt::format("--algorithm '{}': expected auto, ring, tree or hierarchical", name));
+}
+
 CollectiveTable predict_collective_table(const CollectiveTableSpec& s) {
   if (!(s.min_bytes > 0) || s.max_bytes < s.min_bytes)
     throw InputError(fmt::format("--min-bytes {} and --max-bytes {}: expected 0 < min ≤ max", s.min_bytes, s.max_bytes));
@@ -122,7 +143,7 @@ std::string collective_table_to_text(const CollectiveTable& t) {
       "# the layout of nccl-tests' out-of-place columns (in-place predicts the same); #wrong is not simulated\n"
       "#\n#{:>12} {:>13} {:>9} {:>7} {:>7} {:>10} {:>7} {:>7} {:>13}\n#{:>12} {:>13} {:>9} {:>7} {:>7} {:>10} {:>7} {:>7}\n",
       nccl_tests_name(t.spec.kind), c.cluster.nodes, c.cluster.node.name, c.cluster.node.gpus_per_node,
-      c.cluster.network.name, t.ranks, c.channels > 0 ? c.channels : std::max(2, c.cluster.node.nics_per_node), "size",
+      c.cluster.network.name, t.ranks, c.effective_channels(), "size",
       "count", "type", "redop", "root", "time", "algbw", "busbw", "algorithm", "(B)", "(elements)", "", "", "", "(us)",
       "(GB/s)", "(GB/s)");
   const bool reduces = t.spec.kind == sim::CollectiveKind::all_reduce || t.spec.kind == sim::CollectiveKind::reduce_scatter;

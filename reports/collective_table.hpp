@@ -41,10 +41,24 @@ struct CollectiveTable {
   double average_busbw_bytes_per_second = 0;  // nccl-tests' "Avg bus bandwidth": mean over the rows
 };
 
+// The cluster a benchmark runs on, from the flags `ptsim collective` and `ptsim calibrate nccl-tests` share.
+struct BenchmarkCluster {
+  std::string node;
+  int nodes = 1;
+  int gpus_per_node = 0;  // 0 = all of the node's
+  std::string network;    // "" = the node's default
+  int channels = 0;       // 0 = one per NIC, at least 2
+};
+// Resolved as a scenario's cluster is (prediction.hpp resolve_cluster); `who` names the command in errors.
+sim::ClusterConfig resolve_benchmark_cluster(const BenchmarkCluster& flags, const hwprofiles::ProfileSet& profiles,
+                                             const std::string& who);
+
 double bus_bandwidth_factor(sim::CollectiveKind kind, int ranks);
 // "8", "64K", "128M", "1G" (×1024 each); InputError naming `what` otherwise.
 double parse_size_bytes(const std::string& text, const std::string& what);
 sim::CollectiveKind parse_collective_kind(const std::string& name);
+// --algorithm: auto | ring | tree | hierarchical; InputError otherwise.
+sim::CollectiveAlgorithm parse_collective_algorithm(const std::string& name);
 
 CollectiveTable predict_collective_table(const CollectiveTableSpec& spec);
 std::string collective_table_to_text(const CollectiveTable& table);

@@ -7,6 +7,7 @@
 // over every group on the flow-level network, either replicated (one flow per symmetry class, with
 // multiplicity) or exact (every flow). Model: docs/cluster-simulation.md.
 #pragma once
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ struct ClusterConfig {
   int channels = 0;                    // NCCL channels per collective; 0 = one per NIC (at least 2)
   SimulationMode mode = SimulationMode::replicated;
   int gpu_count() const { return cluster.nodes * cluster.node.gpus_per_node; }
+  // The channels a collective uses: `channels`, or one per NIC and at least 2 (NCCL's default shape).
+  int effective_channels() const { return channels > 0 ? channels : std::max(2, cluster.node.nics_per_node); }
 };
 
 enum class Stream { compute, communication };

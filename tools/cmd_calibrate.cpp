@@ -1,4 +1,4 @@
-// tools/cmd_calibrate.cpp — `ptsim calibrate published|measured`: flag parsing, then the calls of
+// tools/cmd_calibrate.cpp — `ptsim calibrate published|measured|nccl-tests`: flag parsing, then the calls of
 // calibration/calibrate.hpp (fit, print before/after errors with fit and held-out runs marked, --write the
 // fitted values with their provenance into the profiles, --report an HTML page via
 // reports/calibration_report.hpp).
@@ -11,6 +11,7 @@
 #include "hwprofiles/profiles.hpp"
 #include "reports/calibration_report.hpp"
 #include "reports/html_report.hpp"
+#include "tools/calibrate_nccl_tests.hpp"
 #include "tools/cli_support.hpp"
 #include "tools/commands.hpp"
 
@@ -89,7 +90,10 @@ int run_calibrate_command(int argc, char** argv) {
   measured->add_option("--profiles", profiles_dir, "hardware profile directory")->capture_default_str();
   measured->add_flag("--write", write, "store the fitted values (with provenance) in the profile");
   measured->add_option("--report", report_path, "also write measured vs predicted per op kind, before and after the fit, as an HTML page");
+  NcclTestsFlags nccl_tests;
+  CLI::App* nccl = add_nccl_tests_subcommand(app, nccl_tests);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
+  if (nccl->parsed()) return run_nccl_tests_calibration(nccl_tests);
   if (measured->parsed())
     return calibrate_measured(measured_files, holdout_files, device, stack, parameters, profiles_dir, write, report_path);
 

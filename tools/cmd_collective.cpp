@@ -9,17 +9,6 @@
 #include "tools/commands.hpp"
 
 namespace ptsim::tools {
-namespace {
-
-sim::CollectiveAlgorithm parse_algorithm(const std::string& name) {
-  if (name == "auto") return sim::CollectiveAlgorithm::automatic;
-  if (name == "ring") return sim::CollectiveAlgorithm::ring;
-  if (name == "tree") return sim::CollectiveAlgorithm::tree;
-  if (name == "hierarchical") return sim::CollectiveAlgorithm::hierarchical;
-  throw core::InputError(fmt::format("--algorithm '{}': expected auto, ring, tree or hierarchical", name));
-}
-
-}  // namespace
 
 int run_collective_command(int argc, char** argv) {
   CLI::App app{"Predict a collective over a range of sizes on a cluster, in nccl-tests' table layout", "collective"};
@@ -41,17 +30,11 @@ int run_collective_command(int argc, char** argv) {
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
 
   const hwprofiles::ProfileSet profiles = hwprofiles::load_profiles();
-  reports::Scenario cluster_only;  // only the cluster fields are read by resolve_cluster
-  cluster_only.file = "ptsim collective";
-  cluster_only.node = node;
-  cluster_only.nodes = nodes;
-  cluster_only.gpus_per_node = gpus_per_node;
-  cluster_only.network = network;
-  cluster_only.channels = channels;
   reports::CollectiveTableSpec spec;
-  spec.config = reports::resolve_cluster(cluster_only, profiles);
+  spec.config = reports::resolve_benchmark_cluster({node, nodes, gpus_per_node, network, channels}, profiles,
+                                                   "ptsim collective");
   spec.kind = reports::parse_collective_kind(op);
-  spec.algorithm = parse_algorithm(algorithm);
+  spec.algorithm = reports::parse_collective_algorithm(algorithm);
   spec.min_bytes = reports::parse_size_bytes(min_bytes, "--min-bytes");
   spec.max_bytes = reports::parse_size_bytes(max_bytes, "--max-bytes");
   spec.step_factor = step_factor;
