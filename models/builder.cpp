@@ -32,22 +32,47 @@ class ForwardBuilder {
     vocab_ = m.padded_vocab_size() / tp_;
   }
 
+  // The forward of g.chunk's layers: embeddings on the first chunk, heads and loss on the last (Megatron's
+  // placement); a chunk that is not first starts from the received activation, one that is not last ends in
+  // the activation it sends, and its backward starts from that activation's received gradient.
   BackwardOptions build() {
     BackwardOptions opts;
     opts.tensor_parallel = tp_;
     opts.recompute = r_.recompute_activations;
-    int x = m_.family == ModelFamily::bert ? bert_embeddings() : gpt2_embeddings();
-    for (int layer = 0; layer < m_.num_layers; ++layer)
-      x = m_.family == ModelFamily::bert ? bert_layer(x, layer) : gpt2_layer(x, layer);
-    int loss = m_.family == ModelFamily::bert ? bert_heads(x) : gpt2_head(x);
-    g_.loss_tensor = loss;
-    opts.loss = loss;
-    opts.loss_grad = g_.inputs.loss_grad = input("loss_grad", {1}, DType::f32);
+    PipelineChunk& chunk = g_.chunk;
+    const bool bert = m_.family == ModelFamily::bert;
+    int x = -1;
+    if (chunk.first()) {
+      x = bert ? bert_embeddings() : gpt2_embeddings();
+    } else {
+      if (bert) g_.inputs.attention_mask = input("attention_mask", {B_, S_});
+      x = chunk.recv_activation = input("pipeline.recv_activation", {M_, H_}, ctx_.act_dtype);
+      opts.grad_inputs.insert(x);
+    }
+    for (int64_t layer = chunk.first_layer; layer < chunk.end_layer; ++layer)
+      x = bert ? bert_layer(x, static_cast<int>(layer)) : gpt2_layer(x, static_cast<int>(layer));
+    if (chunk.last()) {
+      if (!chunk.first()) tied_embedding_copy();
+      int loss = bert ? bert_heads(x) : gpt2_head(x);
+      g_.loss_tensor = loss;
+      opts.loss = loss;
+      opts.loss_grad = g_.inputs.loss_grad = input("loss_grad", {1}, DType::f32);
+    } else {
+      opts.loss = chunk.send_activation = x;
+      opts.loss_grad = chunk.recv_gradient = input("pipeline.recv_gradient", {M_, H_}, ctx_.act_dtype);
+    }
     opts.tp_grad_reduce = tp_grad_reduce_;
     return opts;
   }
 
  private:
+  // The last pipeline stage's own copy of the word embeddings, which its decoder is tied to (Megatron).
+  void tied_embedding_copy() {
+    const char* name = m_.family == ModelFamily::bert ? "bert.embeddings.word_embeddings.weight" : "transformer.wte.weight";
+    g_.chunk.tied_embedding_param = static_cast<int>(g_.params.size());
+    word_table_ = param(name, {vocab_, H_}, true, -1);
+  }
+
   // ---- tensors ----
   int input(const std::string& name, std::vector<int64_t> shape, DType dtype = DType::i32) {
     return ctx_.new_tensor(name, std::move(shape), dtype, TensorRole::input, -1);
@@ -412,20 +437,68 @@ void append_step_tail(BuildContext& ctx, const Recipe& r) {
   }
 }
 
-}  // namespace
-
-TaskGraph build_task_graph(const ModelSpec& model, const Recipe& recipe) {
-  check_recipe_fits_model(model, recipe);
+TaskGraph build_chunk(const ModelSpec& model, const Recipe& recipe, const PipelineChunk& chunk) {
   TaskGraph g;
   g.model = model;
   g.recipe = recipe;
   g.micro_steps = recipe.grad_accum;
+  g.chunk = chunk;
   ForwardBuilder forward(g, model, recipe);
   BackwardOptions options = forward.build();
   BuildContext ctx{g, activation_dtype(recipe.precision)};
-  append_backward(ctx, options);
+  const std::map<int, int> input_grads = append_backward(ctx, options);
+  if (auto it = input_grads.find(g.chunk.recv_activation); it != input_grads.end()) g.chunk.send_gradient = it->second;
   append_step_tail(ctx, recipe);
   return g;
+}
+
+}  // namespace
+
+std::vector<int64_t> chunk_layers(const ModelSpec& m, const Recipe& r) {
+  const int64_t chunks = r.pipeline_parallel * r.virtual_stages;
+  if (!r.stage_layers.empty()) {
+    int64_t sum = 0;
+    for (int64_t n : r.stage_layers) sum += n;
+    if (sum != m.num_layers)
+      throw InputError(fmt::format("stage_layers add up to {} layers, but {} has {}", sum, m.name, m.num_layers));
+    return r.stage_layers;
+  }
+  if (m.num_layers % chunks != 0) {
+    const std::string what = r.virtual_stages > 1
+                                 ? fmt::format("pipeline_parallel {} × virtual_stages {} = {} model chunks",
+                                               r.pipeline_parallel, r.virtual_stages, chunks)
+                                 : fmt::format("pipeline_parallel {}", r.pipeline_parallel);
+    throw InputError(fmt::format("{} does not divide the {} layers of {} evenly: choose a divisor or give "
+                                 "recipe.stage_layers (layers per chunk, {} entries)",
+                                 what, m.num_layers, m.name, chunks));
+  }
+  return std::vector<int64_t>(static_cast<size_t>(chunks), m.num_layers / chunks);
+}
+
+std::vector<TaskGraph> build_pipeline_graphs(const ModelSpec& model, const Recipe& recipe) {
+  check_recipe_fits_model(model, recipe);
+  const std::vector<int64_t> layers = chunk_layers(model, recipe);
+  std::vector<TaskGraph> chunks;
+  int64_t first = 0;
+  for (size_t c = 0; c < layers.size(); ++c) {
+    PipelineChunk chunk;
+    chunk.index = static_cast<int>(c);
+    chunk.count = static_cast<int>(layers.size());
+    chunk.first_layer = first;
+    chunk.end_layer = first += layers[c];
+    chunks.push_back(build_chunk(model, recipe, chunk));
+  }
+  return chunks;
+}
+
+TaskGraph build_task_graph(const ModelSpec& model, const Recipe& recipe) {
+  if (recipe.pipeline_parallel > 1)
+    throw InputError(fmt::format("pipeline_parallel {}: a pipeline is one graph per model chunk "
+                                 "(build_pipeline_graphs), not one graph", recipe.pipeline_parallel));
+  check_recipe_fits_model(model, recipe);
+  PipelineChunk whole;
+  whole.end_layer = model.num_layers;
+  return build_chunk(model, recipe, whole);
 }
 
 }  // namespace ptsim::models
