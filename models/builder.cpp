@@ -364,11 +364,23 @@ void check_recipe_fits_model(const ModelSpec& m, const Recipe& r) {
       throw InputError(fmt::format("tensor-parallel size {} must divide the model's {} ({})", r.tensor_parallel,
                                    what, value));
   };
+  if (r.zero_stage >= 3)
+    throw InputError("zero_stage 3 (sharded parameters, gathered before each layer) is not simulated yet: use "
+                     "zero_stage 1 or 2, or pipeline_parallel to split the parameters");
+  if (r.zero_stage > 0 && r.pipeline_parallel > 1)
+    throw InputError("zero_stage with pipeline_parallel > 1 is not simulated yet: use one of them");
   divisible(m.num_heads, "number of heads");
   divisible(m.intermediate_size, "FFN width");
   divisible(m.padded_vocab_size(), "padded vocabulary");
   if (m.family == ModelFamily::bert && r.max_predictions_per_seq() > r.seq_len)
     throw InputError(fmt::format("max-predictions {} exceeds seq-len {}", r.max_predictions_per_seq(), r.seq_len));
+}
+
+// Under ZeRO a rank updates (and norms) only its 1/N shard of each bucket.
+void shard_cost(Op& op, double shards) {
+  op.flops /= shards;
+  op.bytes_read /= shards;
+  op.bytes_written /= shards;
 }
 
 // DDP/Apex-style buckets: parameters join the current bucket in the order their gradients become final
@@ -399,6 +411,10 @@ void append_step_tail(BuildContext& ctx, const Recipe& r) {
     for (int p : bucket) grads.push_back(g.params[static_cast<size_t>(p)].gradient);
     return grads;
   };
+  // ZeRO (stages 1 and 2): each bucket's gradients are reduce-scattered instead of all-reduced, each rank
+  // updates its 1/N shard, and the updated parameters are all-gathered (docs/parallelism.md).
+  const bool zero = r.zero_stage > 0 && r.data_parallel > 1;
+  const double shards = zero ? static_cast<double>(r.data_parallel) : 1.0;
   if (r.data_parallel > 1) {
     for (size_t b = 0; b < buckets.size(); ++b) {
       std::vector<int> grads = grads_of(buckets[b]);
@@ -408,7 +424,9 @@ void append_step_tail(BuildContext& ctx, const Recipe& r) {
       a.comm.bucket = static_cast<int>(b);
       for (int t : grads) a.comm.bytes += static_cast<double>(g.tensor(t).bytes());
       a.params = buckets[b];
-      ctx.emit(OpKind::all_reduce, fmt::format("grad_bucket{}.all_reduce", b), Phase::communication, -1, grads, grads, a);
+      ctx.emit(zero ? OpKind::reduce_scatter : OpKind::all_reduce,
+               fmt::format("grad_bucket{}.{}", b, zero ? "reduce_scatter" : "all_reduce"), Phase::communication, -1,
+               grads, grads, a);
     }
   }
   int norm = -1;
@@ -417,7 +435,8 @@ void append_step_tail(BuildContext& ctx, const Recipe& r) {
     std::vector<int> all;
     for (const auto& p : g.params) all.push_back(p.gradient);
     norm = ctx.new_tensor("grad_global_norm", {1}, DType::f32, TensorRole::workspace, -1);
-    ctx.emit(OpKind::grad_norm, "grad_global_norm", Phase::optimizer, -1, all, {norm});
+    shard_cost(g.ops[static_cast<size_t>(ctx.emit(OpKind::grad_norm, "grad_global_norm", Phase::optimizer, -1, all, {norm}))],
+               shards);
   }
   for (size_t b = 0; b < buckets.size(); ++b) {
     std::vector<int> inputs;
@@ -432,8 +451,21 @@ void append_step_tail(BuildContext& ctx, const Recipe& r) {
     }
     OpAttrs a;
     a.params = buckets[b];
-    ctx.emit(OpKind::optimizer_update, fmt::format("grad_bucket{}.{}", b, to_string(r.optimizer)), Phase::optimizer, -1,
-             inputs, outputs, a);
+    const int update = ctx.emit(OpKind::optimizer_update, fmt::format("grad_bucket{}.{}", b, to_string(r.optimizer)),
+                                Phase::optimizer, -1, inputs, outputs, a);
+    shard_cost(g.ops[static_cast<size_t>(update)], shards);
+    if (zero) {
+      std::vector<int> weights;
+      OpAttrs gather;
+      gather.comm.group = CommGroup::data_parallel;
+      gather.comm.group_size = r.data_parallel;
+      gather.comm.bucket = static_cast<int>(b);
+      for (int p : buckets[b]) weights.push_back(g.params[static_cast<size_t>(p)].weight);
+      for (int t : weights) gather.comm.bytes += static_cast<double>(g.tensor(t).bytes());
+      gather.params = buckets[b];
+      ctx.emit(OpKind::all_gather, fmt::format("param_bucket{}.all_gather", b), Phase::communication, -1, weights,
+               weights, gather);
+    }
   }
 }
 

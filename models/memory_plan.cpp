@@ -5,6 +5,8 @@
 #include <iterator>
 #include <map>
 
+#include "models/zero.hpp"
+
 namespace ptsim::models {
 namespace {
 
@@ -101,6 +103,16 @@ MemoryPlan plan_memory(const TaskGraph& g, double workspace_bytes) {
       case TensorRole::input: plan.inputs_bytes += bytes; break;
       default: break;
     }
+  }
+
+  if (g.recipe.zero_stage > 0) {  // ZeRO: this rank's shard of the model states (models/zero.hpp)
+    const ModelStates sharded = shard_model_states(
+        {plan.weights_bytes, plan.gradients_bytes, plan.master_weights_bytes, plan.optimizer_state_bytes},
+        g.recipe.zero_stage, g.recipe.data_parallel);
+    plan.weights_bytes = sharded.weights_bytes;
+    plan.gradients_bytes = sharded.gradients_bytes;
+    plan.master_weights_bytes = sharded.master_weights_bytes;
+    plan.optimizer_state_bytes = sharded.optimizer_state_bytes;
   }
 
   // Walk ops in order: allocate outputs, then free tensors whose last reader is this op.

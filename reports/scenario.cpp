@@ -77,6 +77,7 @@ void parse_parallelism(JsonReader& t, models::Recipe& r) {
   r.pipeline_schedule = models::parse_pipeline_schedule(t.get_enum("pipeline_schedule", {"gpipe", "1f1b", "interleaved"}, "1f1b"),
                                                         t.where("pipeline_schedule"));
   r.virtual_stages = t.get_int("virtual_stages", core::ranges::virtual_stages, 1);
+  r.zero_stage = static_cast<int>(t.get_int("zero_stage", core::ranges::zero_stage, 0));
   if (t.has("stage_layers")) {
     const Json& list = t.raw("stage_layers");
     if (!list.is_array() || list.empty()) t.fail("stage_layers", "a list of transformer layers per model chunk");
