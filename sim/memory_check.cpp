@@ -99,6 +99,42 @@ bool pipeline_fits(const models::ModelSpec& model, const models::Recipe& recipe,
   return check_memory(worst_stage(plan_pipeline_memory(plans, recipe), gpu).plan, gpu).fits;
 }
 
+// The shallowest pipeline (a power of two above the recipe's, on the same GPUs) that fits: "" when none does.
+std::string deeper_pipeline(const models::ModelSpec& model, const models::Recipe& recipe, const hwprofiles::GpuProfile& gpu) {
+  const int64_t gpus = recipe.data_parallel * recipe.tensor_parallel * recipe.pipeline_parallel;
+  for (int64_t p = recipe.pipeline_parallel * 2; p <= gpus / recipe.tensor_parallel && p <= model.num_layers; p *= 2) {
+    models::Recipe r = recipe;
+    r.pipeline_parallel = p;
+    r.data_parallel = gpus / (recipe.tensor_parallel * p);
+    r.stage_layers.clear();
+    r.zero_stage = 0;
+    if (r.data_parallel * recipe.tensor_parallel * p != gpus || model.num_layers % p != 0 ||
+        r.pipeline_schedule == models::PipelineSchedule::interleaved)
+      continue;
+    try {
+      if (pipeline_fits(model, r, gpu))
+        return fmt::format("\n  try: recipe.pipeline_parallel={} (data-parallel {}) fits", p, r.data_parallel);
+    } catch (const core::InputError&) {
+    }
+  }
+  return "";
+}
+
+// Without a pipeline: the ZeRO stage that fits (data parallelism only), else the pipeline that does.
+std::string parallel_fix(const models::ModelSpec& model, const models::Recipe& recipe, const hwprofiles::GpuProfile& gpu) {
+  if (recipe.data_parallel > 1)
+    for (int stage = recipe.zero_stage + 1; stage <= 2; ++stage) {
+      models::Recipe r = recipe;
+      r.zero_stage = stage;
+      if (check_memory(models::plan_memory(models::build_task_graph(model, r)), gpu).fits)
+        return fmt::format("\n  try: recipe.zero_stage={} (ZeRO over {} data-parallel ranks) fits", stage, r.data_parallel);
+    }
+  models::Recipe r = recipe;
+  r.pipeline_schedule = models::PipelineSchedule::one_f_one_b;
+  r.virtual_stages = 1;
+  return deeper_pipeline(model, r, gpu);
+}
+
 // What else would fit a pipeline that does not: recomputation, a smaller micro-batch, more stages (each
 // checked by building the graphs, at most a few dozen builds).
 std::string pipeline_suggestions(const models::ModelSpec& model, const models::Recipe& recipe,
@@ -125,19 +161,7 @@ std::string pipeline_suggestions(const models::ModelSpec& model, const models::R
     else hi = mid - 1;
   }
   if (lo > 0) out += fmt::format("\n  try: micro_batch {} (the largest that fits)", lo);
-  const int64_t gpus = recipe.data_parallel * recipe.tensor_parallel * recipe.pipeline_parallel;
-  for (int64_t p = recipe.pipeline_parallel * 2; p <= gpus / recipe.tensor_parallel && p <= model.num_layers; p *= 2) {
-    models::Recipe r = recipe;
-    r.pipeline_parallel = p;
-    r.data_parallel = gpus / (recipe.tensor_parallel * p);
-    r.stage_layers.clear();
-    if (r.data_parallel * recipe.tensor_parallel * p != gpus || r.pipeline_schedule == models::PipelineSchedule::interleaved)
-      continue;
-    if (try_fits(r)) {
-      out += fmt::format("\n  try: recipe.pipeline_parallel={} (data-parallel {}) fits", p, r.data_parallel);
-      break;
-    }
-  }
+  out += deeper_pipeline(model, recipe, gpu);
   if (out.empty()) out = "\n  no smaller micro-batch, recomputation or deeper pipeline fits: use more GPUs or more "
                          "tensor parallelism";
   return out;
@@ -186,8 +210,11 @@ void require_fits(const models::ModelSpec& model, const models::Recipe& recipe, 
       recipe.recompute_activations ? mb : largest_fitting_micro_batch(model, recipe, gpu, true);
   if (mb_recompute > mb)
     msg += fmt::format("\n  or: --recompute (activation recomputation) fits micro-batch {}", mb_recompute);
-  if (mb_recompute == 0)
-    msg += "\n  even micro-batch 1 does not fit: use a GPU with more memory or tensor parallelism";
+  if (mb_recompute == 0) {
+    const std::string fix = parallel_fix(model, recipe, gpu);
+    msg += fix.empty() ? "\n  even micro-batch 1 does not fit: use a GPU with more memory, tensor or pipeline parallelism"
+                       : "\n  even micro-batch 1 does not fit without more model parallelism" + fix;
+  }
   throw core::InfeasibleError(core::Infeasibility::memory, msg, over_bytes);
 }
 

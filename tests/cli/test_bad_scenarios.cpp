@@ -186,3 +186,16 @@ TEST_CASE("a pipeline that fits predicts its bubble and stages") {
   CHECK(r.output.find("\"bubble_fraction\"") != std::string::npos);
   CHECK(r.output.find("\"in_flight_micro_batches\": 4.0") != std::string::npos);
 }
+
+TEST_CASE("GPT-3 175B needs the pipeline: refused without it, naming the pipeline that fits") {
+  // 175B parameters × 16 bytes (bf16 + fp32 master + Adam) ÷ TP 8 ≈ 330 GiB per A100-40GB without a pipeline;
+  // ZeRO 1 or 2 over 128 ranks still leaves 4 bytes per parameter ÷ 8 ≈ 81 GiB; 16 stages of 6 layers fit.
+  check_all_refused({{"gpt3 without pipeline", "predict --scenario gpt3-175b-1024gpu --set recipe.pipeline_parallel=1",
+                      {"does not fit on a100-40gb", "try: recipe.pipeline_parallel=16 (data-parallel 8) fits"}},
+                     {"gpt3 4 stages", "predict --scenario gpt3-175b-1024gpu --set recipe.pipeline_parallel=4",
+                      {"4-stage 1f1b pipeline does not fit", "stage 0 needs",
+                       "try: recipe.pipeline_parallel=16 (data-parallel 8) fits"}}});
+  const auto r = ptsim::test::run_ptsim("predict --scenario gpt3-175b-1024gpu");
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("16-stage 1f1b pipeline, 192 micro-batches per step") != std::string::npos);
+}
