@@ -190,7 +190,7 @@ class PipelineStep final : public PipelineTransport {
   void start_data_parallel(int stage, size_t next) {
     const auto ops = comm_ops(stage);
     if (next == ops.size()) return data_parallel_done(stage);
-    const auto [chunk, id] = ops[next];
+    const int chunk = ops[next].first, id = ops[next].second;  // not a structured binding: clang 14 lambdas
     const models::Op& op = chunks_[static_cast<size_t>(chunk)].op(id);
     const double start = engine_.now();
     auto p = prepared(CollectiveKind::all_reduce, op.attrs.comm.bytes, dp_groups(stage), CollectiveAlgorithm::automatic);
