@@ -63,6 +63,8 @@ inline constexpr IntRange global_batch{1, int64_t{1} << 40, "2^40 sequences per 
 inline constexpr IntRange steps{1, int64_t{1} << 40, "2^40 optimizer steps is far beyond any run"};
 inline constexpr IntRange max_predictions{0, 1 << 20, "masked positions per sequence are at most seq_len (0: derive)"};
 inline constexpr IntRange parallel{1, 1 << 24, "parallel ranks up to 2^24 (nodes × GPUs per node)"};
+inline constexpr IntRange virtual_stages{1, 1'024, "model chunks per pipeline device; Megatron runs 2 to 8"};
+inline constexpr IntRange zero_stage{0, 3, "ZeRO's stages: 0 none, 1 optimizer state, 2 + gradients, 3 + parameters"};
 inline constexpr IntRange channels{0, 1'024, "NCCL uses at most 32 channels; 0 = one per NIC"};
 inline constexpr IntRange every_steps{0, int64_t{1} << 40, "0 = never; otherwise at most the steps of a run"};
 inline constexpr IntRange nodes_per_leaf{0, 100'000, "0 = one switch for all nodes; at most the node count range"};

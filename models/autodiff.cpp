@@ -18,7 +18,7 @@ class Autodiff {
  public:
   Autodiff(BuildContext& ctx, const BackwardOptions& o) : ctx_(ctx), g_(ctx.graph), o_(o) {}
 
-  void run() {
+  std::map<int, int> run() {
     std::vector<int> forward_ops;
     for (const Op& op : g_.ops)
       if (op.phase == Phase::forward) forward_ops.push_back(op.id);
@@ -33,6 +33,10 @@ class Autodiff {
       current_layer = op.layer;
       backward_of(op);
     }
+    std::map<int, int> wanted;
+    for (int t : o_.grad_inputs)
+      if (auto it = grad_.find(t); it != grad_.end()) wanted[t] = it->second;
+    return wanted;
   }
 
  private:
@@ -59,6 +63,7 @@ class Autodiff {
   void mark_requires_grad(const std::vector<int>& forward_ops) {
     for (const Tensor& t : g_.tensors)
       if (t.role == TensorRole::weight) requires_grad_.insert(t.id);
+    requires_grad_.insert(o_.grad_inputs.begin(), o_.grad_inputs.end());
     for (int id : forward_ops) {
       const Op& op = g_.op(id);
       bool any = false;
@@ -260,6 +265,8 @@ class Autodiff {
 
 }  // namespace
 
-void append_backward(BuildContext& ctx, const BackwardOptions& options) { Autodiff(ctx, options).run(); }
+std::map<int, int> append_backward(BuildContext& ctx, const BackwardOptions& options) {
+  return Autodiff(ctx, options).run();
+}
 
 }  // namespace ptsim::models

@@ -1,5 +1,6 @@
 // models/build_context.hpp — shared helpers for the forward builder and the autodiff pass (internal).
 #pragma once
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -50,9 +51,13 @@ struct BackwardOptions {
   bool recompute = false;        // re-run each layer's forward before its backward
   std::set<int> tp_grad_reduce;  // activations whose gradient is all-reduced over the tensor-parallel group
   int64_t tensor_parallel = 1;
+  // Non-parameter tensors whose gradient is wanted (a pipeline chunk's received activation); with `loss` a
+  // non-scalar output, `loss_grad` is its received gradient.
+  std::set<int> grad_inputs;
 };
 
-// Appends backward ops for every forward op, in reverse, from per-op-kind gradient rules.
-void append_backward(BuildContext& ctx, const BackwardOptions& options);
+// Appends backward ops for every forward op, in reverse, from per-op-kind gradient rules. Returns the
+// gradient tensor of each of `options.grad_inputs` that influences the loss.
+std::map<int, int> append_backward(BuildContext& ctx, const BackwardOptions& options);
 
 }  // namespace ptsim::models

@@ -32,22 +32,47 @@ class ForwardBuilder {
     vocab_ = m.padded_vocab_size() / tp_;
   }
 
+  // The forward of g.chunk's layers: embeddings on the first chunk, heads and loss on the last (Megatron's
+  // placement); a chunk that is not first starts from the received activation, one that is not last ends in
+  // the activation it sends, and its backward starts from that activation's received gradient.
   BackwardOptions build() {
     BackwardOptions opts;
     opts.tensor_parallel = tp_;
     opts.recompute = r_.recompute_activations;
-    int x = m_.family == ModelFamily::bert ? bert_embeddings() : gpt2_embeddings();
-    for (int layer = 0; layer < m_.num_layers; ++layer)
-      x = m_.family == ModelFamily::bert ? bert_layer(x, layer) : gpt2_layer(x, layer);
-    int loss = m_.family == ModelFamily::bert ? bert_heads(x) : gpt2_head(x);
-    g_.loss_tensor = loss;
-    opts.loss = loss;
-    opts.loss_grad = g_.inputs.loss_grad = input("loss_grad", {1}, DType::f32);
+    PipelineChunk& chunk = g_.chunk;
+    const bool bert = m_.family == ModelFamily::bert;
+    int x = -1;
+    if (chunk.first()) {
+      x = bert ? bert_embeddings() : gpt2_embeddings();
+    } else {
+      if (bert) g_.inputs.attention_mask = input("attention_mask", {B_, S_});
+      x = chunk.recv_activation = input("pipeline.recv_activation", {M_, H_}, ctx_.act_dtype);
+      opts.grad_inputs.insert(x);
+    }
+    for (int64_t layer = chunk.first_layer; layer < chunk.end_layer; ++layer)
+      x = bert ? bert_layer(x, static_cast<int>(layer)) : gpt2_layer(x, static_cast<int>(layer));
+    if (chunk.last()) {
+      if (!chunk.first()) tied_embedding_copy();
+      int loss = bert ? bert_heads(x) : gpt2_head(x);
+      g_.loss_tensor = loss;
+      opts.loss = loss;
+      opts.loss_grad = g_.inputs.loss_grad = input("loss_grad", {1}, DType::f32);
+    } else {
+      opts.loss = chunk.send_activation = x;
+      opts.loss_grad = chunk.recv_gradient = input("pipeline.recv_gradient", {M_, H_}, ctx_.act_dtype);
+    }
     opts.tp_grad_reduce = tp_grad_reduce_;
     return opts;
   }
 
  private:
+  // The last pipeline stage's own copy of the word embeddings, which its decoder is tied to (Megatron).
+  void tied_embedding_copy() {
+    const char* name = m_.family == ModelFamily::bert ? "bert.embeddings.word_embeddings.weight" : "transformer.wte.weight";
+    g_.chunk.tied_embedding_param = static_cast<int>(g_.params.size());
+    word_table_ = param(name, {vocab_, H_}, true, -1);
+  }
+
   // ---- tensors ----
   int input(const std::string& name, std::vector<int64_t> shape, DType dtype = DType::i32) {
     return ctx_.new_tensor(name, std::move(shape), dtype, TensorRole::input, -1);
@@ -365,11 +390,23 @@ void check_recipe_fits_model(const ModelSpec& m, const Recipe& r) {
       throw InputError(fmt::format("tensor-parallel size {} must divide the model's {} ({})", r.tensor_parallel,
                                    what, value));
   };
+  if (r.zero_stage >= 3)
+    throw InputError("zero_stage 3 (sharded parameters, gathered before each layer) is not simulated yet: use "
+                     "zero_stage 1 or 2, or pipeline_parallel to split the parameters");
+  if (r.zero_stage > 0 && r.pipeline_parallel > 1)
+    throw InputError("zero_stage with pipeline_parallel > 1 is not simulated yet: use one of them");
   divisible(m.num_heads, "number of heads");
   divisible(m.intermediate_size, "FFN width");
   divisible(m.padded_vocab_size(), "padded vocabulary");
   if (m.family == ModelFamily::bert && r.max_predictions_per_seq() > r.seq_len)
     throw InputError(fmt::format("max-predictions {} exceeds seq-len {}", r.max_predictions_per_seq(), r.seq_len));
+}
+
+// Under ZeRO a rank updates (and norms) only its 1/N shard of each bucket.
+void shard_cost(Op& op, double shards) {
+  op.flops /= shards;
+  op.bytes_read /= shards;
+  op.bytes_written /= shards;
 }
 
 // DDP/Apex-style buckets: parameters join the current bucket in the order their gradients become final
@@ -400,6 +437,10 @@ void append_step_tail(BuildContext& ctx, const Recipe& r) {
     for (int p : bucket) grads.push_back(g.params[static_cast<size_t>(p)].gradient);
     return grads;
   };
+  // ZeRO (stages 1 and 2): each bucket's gradients are reduce-scattered instead of all-reduced, each rank
+  // updates its 1/N shard, and the updated parameters are all-gathered (docs/parallelism.md).
+  const bool zero = r.zero_stage > 0 && r.data_parallel > 1;
+  const double shards = zero ? static_cast<double>(r.data_parallel) : 1.0;
   if (r.data_parallel > 1) {
     for (size_t b = 0; b < buckets.size(); ++b) {
       std::vector<int> grads = grads_of(buckets[b]);
@@ -409,7 +450,9 @@ void append_step_tail(BuildContext& ctx, const Recipe& r) {
       a.comm.bucket = static_cast<int>(b);
       for (int t : grads) a.comm.bytes += static_cast<double>(g.tensor(t).bytes());
       a.params = buckets[b];
-      ctx.emit(OpKind::all_reduce, fmt::format("grad_bucket{}.all_reduce", b), Phase::communication, -1, grads, grads, a);
+      ctx.emit(zero ? OpKind::reduce_scatter : OpKind::all_reduce,
+               fmt::format("grad_bucket{}.{}", b, zero ? "reduce_scatter" : "all_reduce"), Phase::communication, -1,
+               grads, grads, a);
     }
   }
   int norm = -1;
@@ -418,50 +461,111 @@ void append_step_tail(BuildContext& ctx, const Recipe& r) {
     std::vector<int> all;
     for (const auto& p : g.params) all.push_back(p.gradient);
     norm = ctx.new_tensor("grad_global_norm", {1}, DType::f32, TensorRole::workspace, -1);
-    ctx.emit(OpKind::grad_norm, "grad_global_norm", Phase::optimizer, -1, all, {norm});
+    shard_cost(g.ops[static_cast<size_t>(ctx.emit(OpKind::grad_norm, "grad_global_norm", Phase::optimizer, -1, all, {norm}))],
+               shards);
   }
   // A multi-tensor optimizer (Apex FusedLAMB, torch's foreach/fused) updates a bucket in one kernel; without
-  // it every parameter tensor is its own update (one launch each).
-  std::vector<std::vector<int>> updates;
-  for (const auto& bucket : buckets) {
-    if (r.multi_tensor_optimizer) updates.push_back(bucket);
-    else
-      for (int p : bucket) updates.push_back({p});
-  }
-  for (size_t b = 0; b < updates.size(); ++b) {
+  // it every parameter tensor is its own update (one launch each). Under ZeRO each bucket's updated
+  // parameters are then all-gathered.
+  auto emit_update = [&](const std::vector<int>& params, const std::string& name) {
     std::vector<int> inputs;
     if (norm >= 0) inputs.push_back(norm);
     std::vector<int> outputs;
-    for (int p : updates[b]) {
+    for (int p : params) {
       const Parameter& param = g.params[static_cast<size_t>(p)];
       inputs.push_back(param.gradient);
       outputs.push_back(param.weight);
       if (param.master >= 0) outputs.push_back(param.master);
-      for (int s : param.optimizer_states) outputs.push_back(s);
+      for (int st : param.optimizer_states) outputs.push_back(st);
     }
     OpAttrs a;
-    a.params = updates[b];
-    const std::string name = r.multi_tensor_optimizer ? fmt::format("grad_bucket{}.{}", b, to_string(r.optimizer))
-                                                      : fmt::format("{}.{}", g.params[static_cast<size_t>(updates[b][0])].name,
-                                                                    to_string(r.optimizer));
-    ctx.emit(OpKind::optimizer_update, name, Phase::optimizer, -1, inputs, outputs, a);
+    a.params = params;
+    shard_cost(g.ops[static_cast<size_t>(ctx.emit(OpKind::optimizer_update, name, Phase::optimizer, -1, inputs, outputs, a))],
+               shards);
+  };
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    if (r.multi_tensor_optimizer) {
+      emit_update(buckets[b], fmt::format("grad_bucket{}.{}", b, to_string(r.optimizer)));
+    } else {
+      for (int p : buckets[b])
+        emit_update({p}, fmt::format("{}.{}", g.params[static_cast<size_t>(p)].name, to_string(r.optimizer)));
+    }
+    if (!zero) continue;
+    std::vector<int> weights;
+    OpAttrs gather;
+    gather.comm.group = CommGroup::data_parallel;
+    gather.comm.group_size = r.data_parallel;
+    gather.comm.bucket = static_cast<int>(b);
+    for (int p : buckets[b]) weights.push_back(g.params[static_cast<size_t>(p)].weight);
+    for (int t : weights) gather.comm.bytes += static_cast<double>(g.tensor(t).bytes());
+    gather.params = buckets[b];
+    ctx.emit(OpKind::all_gather, fmt::format("param_bucket{}.all_gather", b), Phase::communication, -1, weights, weights,
+             gather);
   }
 }
 
-}  // namespace
-
-TaskGraph build_task_graph(const ModelSpec& model, const Recipe& recipe) {
-  check_recipe_fits_model(model, recipe);
+TaskGraph build_chunk(const ModelSpec& model, const Recipe& recipe, const PipelineChunk& chunk) {
   TaskGraph g;
   g.model = model;
   g.recipe = recipe;
   g.micro_steps = recipe.grad_accum;
+  g.chunk = chunk;
   ForwardBuilder forward(g, model, recipe);
   BackwardOptions options = forward.build();
   BuildContext ctx{g, activation_dtype(recipe.precision), recipe.precision == Precision::tf32};
-  append_backward(ctx, options);
+  const std::map<int, int> input_grads = append_backward(ctx, options);
+  if (auto it = input_grads.find(g.chunk.recv_activation); it != input_grads.end()) g.chunk.send_gradient = it->second;
   append_step_tail(ctx, recipe);
   return g;
+}
+
+}  // namespace
+
+std::vector<int64_t> chunk_layers(const ModelSpec& m, const Recipe& r) {
+  const int64_t chunks = r.pipeline_parallel * r.virtual_stages;
+  if (!r.stage_layers.empty()) {
+    int64_t sum = 0;
+    for (int64_t n : r.stage_layers) sum += n;
+    if (sum != m.num_layers)
+      throw InputError(fmt::format("stage_layers add up to {} layers, but {} has {}", sum, m.name, m.num_layers));
+    return r.stage_layers;
+  }
+  if (m.num_layers % chunks != 0) {
+    const std::string what = r.virtual_stages > 1
+                                 ? fmt::format("pipeline_parallel {} × virtual_stages {} = {} model chunks",
+                                               r.pipeline_parallel, r.virtual_stages, chunks)
+                                 : fmt::format("pipeline_parallel {}", r.pipeline_parallel);
+    throw InputError(fmt::format("{} does not divide the {} layers of {} evenly: choose a divisor or give "
+                                 "recipe.stage_layers (layers per chunk, {} entries)",
+                                 what, m.num_layers, m.name, chunks));
+  }
+  return std::vector<int64_t>(static_cast<size_t>(chunks), m.num_layers / chunks);
+}
+
+std::vector<TaskGraph> build_pipeline_graphs(const ModelSpec& model, const Recipe& recipe) {
+  check_recipe_fits_model(model, recipe);
+  const std::vector<int64_t> layers = chunk_layers(model, recipe);
+  std::vector<TaskGraph> chunks;
+  int64_t first = 0;
+  for (size_t c = 0; c < layers.size(); ++c) {
+    PipelineChunk chunk;
+    chunk.index = static_cast<int>(c);
+    chunk.count = static_cast<int>(layers.size());
+    chunk.first_layer = first;
+    chunk.end_layer = first += layers[c];
+    chunks.push_back(build_chunk(model, recipe, chunk));
+  }
+  return chunks;
+}
+
+TaskGraph build_task_graph(const ModelSpec& model, const Recipe& recipe) {
+  if (recipe.pipeline_parallel > 1)
+    throw InputError(fmt::format("pipeline_parallel {}: a pipeline is one graph per model chunk "
+                                 "(build_pipeline_graphs), not one graph", recipe.pipeline_parallel));
+  check_recipe_fits_model(model, recipe);
+  PipelineChunk whole;
+  whole.end_layer = model.num_layers;
+  return build_chunk(model, recipe, whole);
 }
 
 }  // namespace ptsim::models

@@ -4,6 +4,8 @@
 // all-reduce buckets in the order gradients become ready, global-norm and optimizer ops.
 // Tensor parallelism (Megatron) and activation recomputation are applied while building.
 #pragma once
+#include <vector>
+
 #include "models/model_spec.hpp"
 #include "models/recipe.hpp"
 #include "models/task_graph.hpp"
@@ -11,8 +13,16 @@
 namespace ptsim::models {
 
 // Throws core::InputError when the recipe does not suit the model (e.g. seq_len > max positions,
-// heads not divisible by tensor-parallel size).
+// heads not divisible by tensor-parallel size). Without pipeline parallelism (pipeline_parallel 1).
 TaskGraph build_task_graph(const ModelSpec& model, const Recipe& recipe);
+
+// Pipeline parallelism: one graph per model chunk (P × V of them, in model order; chunk c runs on pipeline
+// device c mod P), each with its layers, the embeddings on the first chunk and the heads on the last (as
+// Megatron-LM places them), its own gradient buckets and optimizer tail. See TaskGraph::chunk.
+std::vector<TaskGraph> build_pipeline_graphs(const ModelSpec& model, const Recipe& recipe);
+// Transformer layers per model chunk: recipe.stage_layers, or the even split (InputError when the chunks
+// do not divide the layers, or the list does not add up to them).
+std::vector<int64_t> chunk_layers(const ModelSpec& model, const Recipe& recipe);
 
 // Cost fields of an op from its kind, attributes and tensors (used by the builder; exposed for tests).
 void assign_op_cost(const TaskGraph& graph, Op& op);

@@ -5,6 +5,8 @@
 #include <iterator>
 #include <map>
 
+#include "models/zero.hpp"
+
 namespace ptsim::models {
 namespace {
 
@@ -57,6 +59,29 @@ class Arena {
   int64_t high_water_ = 0;
 };
 
+// Tensors that a micro-step's forward leaves for its backward: activations produced before the first
+// non-forward op and read after it, and inputs read on both sides (a pipeline stage's received activation).
+double retained_bytes(const TaskGraph& g, const std::vector<int>& last_use) {
+  size_t boundary = 0;
+  while (boundary < g.ops.size() && g.ops[boundary].phase == Phase::forward) ++boundary;
+  std::vector<int> first_use(g.tensors.size(), -1);
+  for (const Op& op : g.ops)
+    for (int t : op.inputs)
+      if (first_use[static_cast<size_t>(t)] < 0) first_use[static_cast<size_t>(t)] = op.id;
+  const int b = static_cast<int>(boundary);
+  double bytes = 0;
+  for (const Tensor& t : g.tensors) {
+    const int last = last_use[static_cast<size_t>(t.id)];
+    if (last < b) continue;
+    const bool activation = (t.role == TensorRole::activation || t.role == TensorRole::workspace) && t.producer >= 0 &&
+                            t.producer < b;
+    const bool input = t.role == TensorRole::input && first_use[static_cast<size_t>(t.id)] >= 0 &&
+                       first_use[static_cast<size_t>(t.id)] < b;
+    if (activation || input) bytes += static_cast<double>(aligned(t.bytes()));
+  }
+  return bytes;
+}
+
 }  // namespace
 
 MemoryPlan plan_memory(const TaskGraph& g, double workspace_bytes) {
@@ -78,6 +103,16 @@ MemoryPlan plan_memory(const TaskGraph& g, double workspace_bytes) {
       case TensorRole::input: plan.inputs_bytes += bytes; break;
       default: break;
     }
+  }
+
+  if (g.recipe.zero_stage > 0) {  // ZeRO: this rank's shard of the model states (models/zero.hpp)
+    const ModelStates sharded = shard_model_states(
+        {plan.weights_bytes, plan.gradients_bytes, plan.master_weights_bytes, plan.optimizer_state_bytes},
+        g.recipe.zero_stage, g.recipe.data_parallel);
+    plan.weights_bytes = sharded.weights_bytes;
+    plan.gradients_bytes = sharded.gradients_bytes;
+    plan.master_weights_bytes = sharded.master_weights_bytes;
+    plan.optimizer_state_bytes = sharded.optimizer_state_bytes;
   }
 
   // Walk ops in order: allocate outputs, then free tensors whose last reader is this op.
@@ -110,6 +145,7 @@ MemoryPlan plan_memory(const TaskGraph& g, double workspace_bytes) {
     }
   }
   plan.activations_peak_bytes = static_cast<double>(arena.high_water());
+  plan.retained_activation_bytes = retained_bytes(g, plan.last_use);
   return plan;
 }
 

@@ -22,6 +22,9 @@ struct MemoryPlan {
   double activations_live_peak_bytes = 0;  // max bytes simultaneously live (lower bound of the arena)
   int peak_op = -1;                   // op at which live activations peak
   double workspace_bytes = 0;         // fixed scratch (GEMM workspace, norms)
+  // Activations and inputs live across the forward → backward boundary of one micro-step: what a pipeline
+  // stage keeps per micro-batch in flight (aligned as in the arena).
+  double retained_activation_bytes = 0;
   std::vector<int64_t> offset;        // per tensor id: arena offset for activations/workspace, -1 otherwise
   std::vector<int> last_use;          // per tensor id: last op reading it (-1 if none)
 

@@ -29,6 +29,35 @@ const char* to_string(OptimizerKind o) {
   return "?";
 }
 
+const char* to_string(PipelineSchedule s) {
+  switch (s) {
+    case PipelineSchedule::gpipe: return "gpipe";
+    case PipelineSchedule::one_f_one_b: return "1f1b";
+    case PipelineSchedule::interleaved: return "interleaved";
+  }
+  return "?";
+}
+
+const char* to_string(ShardGroup g) {
+  switch (g) {
+    case ShardGroup::data_parallel: return "data_parallel";
+    case ShardGroup::node: return "node";
+  }
+  return "?";
+}
+
+PipelineSchedule parse_pipeline_schedule(const std::string& name, const std::string& what) {
+  for (PipelineSchedule s : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b, PipelineSchedule::interleaved})
+    if (name == to_string(s)) return s;
+  throw InputError(fmt::format("{}: unknown pipeline schedule '{}' (expected gpipe, 1f1b or interleaved)", what, name));
+}
+
+ShardGroup parse_shard_group(const std::string& name, const std::string& what) {
+  for (ShardGroup g : {ShardGroup::data_parallel, ShardGroup::node})
+    if (name == to_string(g)) return g;
+  throw InputError(fmt::format("{}: unknown shard group '{}' (expected data_parallel or node)", what, name));
+}
+
 Precision parse_precision(const std::string& name, const std::string& what) {
   for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16})
     if (name == to_string(p)) return p;
@@ -41,6 +70,29 @@ OptimizerKind parse_optimizer(const std::string& name, const std::string& what) 
   throw InputError(fmt::format("{}: unknown optimizer '{}' (expected adamw, lamb, lans or sgd)", what, name));
 }
 
+// The pipeline's shape against itself (the model's layers are checked by the builder): Megatron's rules.
+void validate_pipeline(const Recipe& r) {
+  const int64_t P = r.pipeline_parallel, V = r.virtual_stages, M = r.grad_accum;
+  if (r.pipeline_schedule == PipelineSchedule::interleaved) {
+    if (P < 2)
+      throw InputError(fmt::format("pipeline schedule interleaved needs pipeline_parallel >= 2 (it is {})", P));
+    if (M % P != 0)
+      throw InputError(fmt::format("pipeline schedule interleaved needs the micro-batches per step (grad_accum {}) "
+                                   "to be a multiple of pipeline_parallel {}, as Megatron-LM requires: e.g. {}",
+                                   M, P, (M / P + 1) * P));
+  } else if (V != 1) {
+    throw InputError(fmt::format("virtual_stages {} needs pipeline_schedule interleaved (it is {})", V,
+                                 to_string(r.pipeline_schedule)));
+  }
+  if (!r.stage_layers.empty() && static_cast<int64_t>(r.stage_layers.size()) != P * V)
+    throw InputError(fmt::format("stage_layers has {} entries, but pipeline_parallel {} × virtual_stages {} = {} "
+                                 "model chunks need one each", r.stage_layers.size(), P, V, P * V));
+  for (size_t i = 0; i < r.stage_layers.size(); ++i)
+    if (r.stage_layers[i] < 1)
+      throw InputError(fmt::format("stage_layers[{}] is {}: every model chunk needs at least one layer", i,
+                                   r.stage_layers[i]));
+}
+
 void validate_recipe(const Recipe& r) {
   // Names as the flags spell them: scenario fields are range-checked (with their file) before this.
   core::check_range(r.micro_batch, core::ranges::micro_batch, "micro-batch");
@@ -48,6 +100,12 @@ void validate_recipe(const Recipe& r) {
   core::check_range(r.grad_accum, core::ranges::grad_accum, "grad-accum");
   core::check_range(r.data_parallel, core::ranges::parallel, "data-parallel");
   core::check_range(r.tensor_parallel, core::ranges::parallel, "tensor-parallel");
+  core::check_range(r.pipeline_parallel, core::ranges::parallel, "pipeline-parallel");
+  core::check_range(r.virtual_stages, core::ranges::virtual_stages, "virtual stages");
+  if (r.zero_stage < 0 || r.zero_stage > 3)
+    throw InputError(fmt::format("zero stage {}: expected 0 (none), 1 (optimizer state), 2 (+ gradients) or 3 "
+                                 "(+ parameters)", r.zero_stage));
+  validate_pipeline(r);
   core::check_range(r.bucket_bytes / (1024.0 * 1024.0), core::ranges::bucket_mib, "bucket size (MiB)");
   core::check_range(r.max_predictions, core::ranges::max_predictions, "max-predictions (0 = derive from seq-len)");
 }

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/mlm_defaults.hpp"
 
@@ -13,6 +14,12 @@ enum class Precision { fp32, tf32, fp16, bf16 };
 // fp16/bf16: 16-bit activations and weights with fp32 master copies.
 inline bool is_mixed_precision(Precision p) { return p == Precision::fp16 || p == Precision::bf16; }
 enum class OptimizerKind { adamw, lamb, lans, sgd };
+// Pipeline schedules (docs/parallelism.md): GPipe (all forwards, then all backwards), 1F1B (PipeDream-Flush,
+// Megatron's default) and interleaved 1F1B with `virtual_stages` model chunks per device (Narayanan et al. 2021).
+enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
+// Which data-parallel ranks a ZeRO stage shards over: all of them (ZeRO, FSDP FULL_SHARD / SHARD_GRAD_OP), or
+// those of one node, replicated across nodes (FSDP HYBRID_SHARD).
+enum class ShardGroup { data_parallel, node };
 
 struct Recipe {
   Precision precision = Precision::fp16;
@@ -22,6 +29,15 @@ struct Recipe {
   OptimizerKind optimizer = OptimizerKind::lamb;
   int64_t data_parallel = 1;
   int64_t tensor_parallel = 1;
+  // Pipeline parallelism: stages P; micro-batches per step = grad_accum (Megatron's num_microbatches).
+  int64_t pipeline_parallel = 1;
+  PipelineSchedule pipeline_schedule = PipelineSchedule::one_f_one_b;
+  int64_t virtual_stages = 1;         // model chunks per device (interleaved only)
+  std::vector<int64_t> stage_layers;  // transformer layers per model chunk (P × V entries); empty = even split
+  // Sharded data parallel (ZeRO, Rajbhandari et al. 2020): 1 shards optimizer state (incl. fp32 masters),
+  // 2 also gradients, 3 also parameters; over `shard_group`.
+  int zero_stage = 0;
+  ShardGroup shard_group = ShardGroup::data_parallel;
   bool recompute_activations = false;
   double bucket_bytes = 25.0 * 1024 * 1024;  // DDP's default 25 MiB gradient buckets
   // BERT MLM: predictions per sequence. 0 = derive from seq_len as data prepare does (20 at 128, 80 at 512).
@@ -40,6 +56,10 @@ struct Recipe {
 
 const char* to_string(Precision p);
 const char* to_string(OptimizerKind o);
+const char* to_string(PipelineSchedule s);
+const char* to_string(ShardGroup g);
+PipelineSchedule parse_pipeline_schedule(const std::string& name, const std::string& what);
+ShardGroup parse_shard_group(const std::string& name, const std::string& what);
 // Throw core::InputError naming `what` (e.g. "--precision") if the name is unknown.
 Precision parse_precision(const std::string& name, const std::string& what);
 OptimizerKind parse_optimizer(const std::string& name, const std::string& what);

@@ -162,6 +162,24 @@ struct Parameter {
   int64_t elements = 0;             // on this rank (after tensor-parallel split)
 };
 
+// Where a TaskGraph sits in a pipeline (models/builder.hpp build_pipeline_graphs): model chunk `index` of
+// `count` (P × V; chunk c runs on pipeline device c mod P), its transformer layers [first_layer, end_layer),
+// and the tensors it exchanges with its neighbours each micro-step. Without pipelining: chunk 0 of 1.
+struct PipelineChunk {
+  int index = 0;
+  int count = 1;
+  int64_t first_layer = 0, end_layer = 0;
+  bool first() const { return index == 0; }
+  bool last() const { return index == count - 1; }
+  int recv_activation = -1;  // input [B·S, H]: the previous chunk's output (not on the first chunk)
+  int send_activation = -1;  // this chunk's output, sent to the next chunk (not on the last)
+  int recv_gradient = -1;    // input: the gradient of send_activation, from the next chunk (not on the last)
+  int send_gradient = -1;    // the gradient of recv_activation, sent to the previous chunk (not on the first)
+  // The last chunk's copy of the word embeddings (tied to the LM/MLM decoder; Megatron keeps one on the first
+  // and one on the last stage and all-reduces their gradients): its param index, -1 when there is none.
+  int tied_embedding_param = -1;
+};
+
 using DependencyGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS>;
 
 struct TaskGraph {
@@ -173,6 +191,7 @@ struct TaskGraph {
   DependencyGraph deps;             // vertex = op id; edge u→v: v needs u (data or ordering)
   int loss_tensor = -1;             // scalar training loss of one micro-step
   int64_t micro_steps = 1;          // = recipe.grad_accum
+  PipelineChunk chunk;              // chunk 0 of 1 without pipeline parallelism
   // Builder bookkeeping: ops that read a persistent tensor since its last write (write-after-read edges).
   std::map<int, std::vector<int>> readers_since_write;
 

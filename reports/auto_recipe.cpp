@@ -189,6 +189,11 @@ std::vector<int64_t> phase_global_batches(const Scenario& base, const hwprofiles
 
 AutoRecipe choose_recipe(const Scenario& s, const std::vector<int64_t>& globals, const hwprofiles::ProfileSet& profiles,
                          PredictionCache& cache) {
+  if (s.recipe.pipeline_parallel > 1 || s.recipe.zero_stage > 0)
+    throw core::InputError(fmt::format("--auto-recipe searches micro-batch, recomputation and tensor parallelism only: "
+                                       "{} has pipeline_parallel {} and zero_stage {} (searching pipeline stages and "
+                                       "ZeRO stages is not implemented yet)",
+                                       s.file, s.recipe.pipeline_parallel, s.recipe.zero_stage));
   RecipeSearch search(s, profiles, cache);
   const sim::ClusterConfig& config = search.config();
   std::vector<Plan> plans;

@@ -2,6 +2,7 @@
 #include "reports/prediction.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "reports/trace.hpp"
 #include "sim/compute_model.hpp"
 #include "sim/memory_check.hpp"
+#include "sim/pipeline_step.hpp"
 
 namespace ptsim::reports {
 namespace {
@@ -132,6 +134,53 @@ std::string prices_to_text(const PriceResolution& r) {
   return out;
 }
 
+// A pipeline phase's schedule, bubble and stages (only when pipeline_parallel > 1: other predictions keep
+// their fields; docs/json-formats.md).
+nlohmann::json pipeline_to_json(const PhasePrediction& ph) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& st : ph.stages) {
+    nlohmann::json layers = nlohmann::json::array();
+    for (const auto& [first, end] : st.layers) layers.push_back({first, end});
+    stages.push_back({{"stage", st.stage},
+                      {"layers", layers},
+                      {"embeddings", st.embeddings},
+                      {"heads", st.heads},
+                      {"memory_bytes", st.memory_bytes},
+                      {"in_flight_micro_batches", st.in_flight_micro_batches},
+                      {"busy_seconds", st.busy_seconds},
+                      {"idle_seconds", st.idle_seconds},
+                      {"data_parallel_comm_seconds", st.data_parallel_comm_seconds}});
+  }
+  return {{"stages", ph.pipeline_stages},
+          {"schedule", ph.pipeline_schedule},
+          {"virtual_stages", ph.virtual_stages},
+          {"micro_batches", ph.grad_accum},
+          {"bubble_fraction", ph.pipeline_bubble_fraction},
+          {"send_seconds", ph.pipeline_send_seconds},
+          {"per_stage", stages}};
+}
+
+// The text report's pipeline lines for a phase: the bubble, then per stage its layers, memory and idle time.
+std::string pipeline_to_text(const PhasePrediction& ph) {
+  std::string out = fmt::format("\n  {}: {}-stage {} pipeline{}, {} micro-batches per step: bubble {:.1f}% of the "
+                                "flush (sends {:.3f} s, summed)\n",
+                                ph.name, ph.pipeline_stages, ph.pipeline_schedule,
+                                ph.virtual_stages > 1 ? fmt::format(" ({} virtual stages)", ph.virtual_stages) : "",
+                                ph.grad_accum, 100 * ph.pipeline_bubble_fraction, ph.pipeline_send_seconds);
+  TextTable table({"stage", "layers", "memory GiB", "in flight", "busy s", "idle s", "dp comm s"});
+  for (const auto& st : ph.stages) {
+    std::vector<std::string> ranges;
+    for (const auto& [first, end] : st.layers) ranges.push_back(fmt::format("{}-{}", first, end - 1));
+    std::string layers = fmt::format("{}", fmt::join(ranges, ","));
+    if (st.embeddings) layers = "emb+" + layers;
+    if (st.heads) layers += "+head";
+    table.add_row({std::to_string(st.stage), layers, fmt::format("{:.2f}", st.memory_bytes / (1024.0 * 1024 * 1024)),
+                   fmt::format("{:.3g}", st.in_flight_micro_batches), fmt::format("{:.3f}", st.busy_seconds),
+                   fmt::format("{:.3f}", st.idle_seconds), fmt::format("{:.3f}", st.data_parallel_comm_seconds)});
+  }
+  return out + table.render();
+}
+
 }  // namespace
 
 sim::ClusterConfig resolve_cluster(const Scenario& s, const hwprofiles::ProfileSet& profiles) {
@@ -162,7 +211,13 @@ int64_t data_parallel_ranks(const Scenario& s, const sim::ClusterConfig& config)
     throw core::InfeasibleError(core::Infeasibility::parallelism,
                                 fmt::format("{}: tensor-parallel {} does not divide the cluster's {} GPUs", s.file,
                                             s.recipe.tensor_parallel, gpus));
-  return gpus / s.recipe.tensor_parallel;
+  const int64_t model_parallel = s.recipe.tensor_parallel * s.recipe.pipeline_parallel;
+  if (model_parallel > gpus || gpus % model_parallel != 0)
+    throw core::InfeasibleError(core::Infeasibility::parallelism,
+                                fmt::format("{}: tensor-parallel {} × pipeline-parallel {} = {} does not divide the "
+                                            "cluster's {} GPUs", s.file, s.recipe.tensor_parallel,
+                                            s.recipe.pipeline_parallel, model_parallel, gpus));
+  return gpus / model_parallel;
 }
 
 PhaseShape phase_shape(const Scenario& s, size_t phase, int64_t dp) {
@@ -185,13 +240,23 @@ models::Recipe phase_recipe(const Scenario& s, const PhaseSpec& ph, const PhaseS
 
 namespace {
 
+// The recipe on one GPU: no model or data parallelism, nothing to shard.
+models::Recipe single_gpu(models::Recipe r) {
+  r.tensor_parallel = 1;
+  r.data_parallel = 1;
+  r.pipeline_parallel = 1;
+  r.pipeline_schedule = models::PipelineSchedule::one_f_one_b;
+  r.virtual_stages = 1;
+  r.stage_layers.clear();
+  r.zero_stage = 0;
+  return r;
+}
+
 // FLOP rate of the scenario's scaling baseline (Megatron: another model on one GPU), if it names one.
 std::optional<double> baseline_flops_per_second(const Scenario& s, const sim::ClusterConfig& config,
                                                 PredictionCache& cache) {
   if (!s.scaling_baseline) return std::nullopt;
-  models::Recipe r = s.recipe;
-  r.tensor_parallel = 1;
-  r.data_parallel = 1;
+  models::Recipe r = single_gpu(s.recipe);
   r.micro_batch = s.scaling_baseline->micro_batch;
   r.seq_len = s.scaling_baseline->seq_len;
   r.grad_accum = 1;
@@ -210,6 +275,56 @@ struct PhaseContext {
   const PredictOptions& options;
 };
 
+// The step's figures; `flops_per_gpu_step`: hardware FLOPs one GPU runs in a step.
+void fill_step(PhasePrediction& p, const sim::StepSimulation& step, double flops_per_gpu_step) {
+  p.iteration_seconds = step.iteration_seconds;
+  p.compute_seconds = step.compute_seconds + step.blocking_comm_seconds;
+  p.exposed_comm_seconds = step.exposed_comm_seconds;
+  p.data_parallel_algorithm = step.data_parallel_algorithm;
+  p.throughput_seq_per_second = static_cast<double>(p.global_batch) / p.iteration_seconds;
+  p.seconds = static_cast<double>(p.steps) * p.iteration_seconds;
+  p.tflops_per_gpu = flops_per_gpu_step / p.iteration_seconds / 1e12;
+}
+
+// A pipeline-parallel phase: the worst stage must fit; the step runs the schedule (sim/pipeline_step). No
+// single-GPU efficiency: the model is split because it does not fit one (a scaling baseline still applies).
+PhasePrediction predict_pipeline_phase(const PhaseContext& c, const models::Recipe& r, PhasePrediction p, bool trace,
+                                       nlohmann::json* trace_out) {
+  const auto planned = c.cache.pipeline(c.model, r);
+  sim::require_pipeline_fits(c.model, r, planned->stages, c.config.gpu, c.options.fit_suggestions);
+  p.memory_per_gpu_bytes = sim::check_memory(sim::worst_stage(planned->stages, c.config.gpu).plan, c.config.gpu).needed_bytes;
+  const sim::StepSimulation step = trace ? sim::simulate_pipeline_step(planned->chunks, c.config, true)
+                                         : c.cache.pipeline_step(c.model, r, c.config);
+  double flops = 0;
+  for (const auto& g : planned->chunks) flops += hardware_flops_per_step(g);
+  fill_step(p, step, flops / static_cast<double>(r.pipeline_parallel));
+  if (c.baseline_flops) p.scaling_efficiency = p.tflops_per_gpu * 1e12 / *c.baseline_flops;
+  p.pipeline_stages = static_cast<int>(r.pipeline_parallel);
+  p.pipeline_schedule = models::to_string(r.pipeline_schedule);
+  p.virtual_stages = static_cast<int>(r.virtual_stages);
+  p.pipeline_bubble_fraction = step.pipeline_bubble_fraction;
+  p.pipeline_send_seconds = step.pipeline_send_seconds;
+  for (const auto& memory : planned->stages) {
+    StagePrediction st;
+    st.stage = memory.stage;
+    for (size_t g = static_cast<size_t>(memory.stage); g < planned->chunks.size(); g += static_cast<size_t>(r.pipeline_parallel)) {
+      const models::PipelineChunk& chunk = planned->chunks[g].chunk;
+      st.layers.emplace_back(chunk.first_layer, chunk.end_layer);
+      st.embeddings = st.embeddings || chunk.first();
+      st.heads = st.heads || chunk.last();
+    }
+    st.memory_bytes = sim::check_memory(memory.plan, c.config.gpu).needed_bytes;
+    st.in_flight_micro_batches = memory.in_flight_micro_batches;
+    const sim::StageTiming& timing = step.stages.at(static_cast<size_t>(memory.stage));
+    st.busy_seconds = timing.busy_seconds;
+    st.idle_seconds = timing.idle_seconds;
+    st.data_parallel_comm_seconds = timing.data_parallel_comm_seconds;
+    p.stages.push_back(st);
+  }
+  if (trace && trace_out) *trace_out = chrome_pipeline_trace(step, planned->chunks);
+  return p;
+}
+
 // One phase on the cluster: its step simulated, its steps counted, its efficiency against one GPU.
 PhasePrediction predict_phase(const PhaseContext& c, size_t phase, bool trace, nlohmann::json* trace_out) {
   const Scenario& s = c.scenario;
@@ -223,18 +338,13 @@ PhasePrediction predict_phase(const PhaseContext& c, size_t phase, bool trace, n
   p.global_batch = shape.global_batch;
   p.steps = shape.steps;
   const models::Recipe r = phase_recipe(s, ph, shape, c.dp);
+  if (r.pipeline_parallel > 1) return predict_pipeline_phase(c, r, p, trace, trace_out);
   const auto planned = c.cache.graph(c.model, r);
   sim::require_fits(c.model, r, planned->plan, c.config.gpu, c.options.fit_suggestions);
   p.memory_per_gpu_bytes = sim::check_memory(planned->plan, c.config.gpu).needed_bytes;
   const sim::StepSimulation step =
       trace ? sim::simulate_step(planned->graph, c.config, true) : c.cache.step(c.model, r, c.config);
-  p.iteration_seconds = step.iteration_seconds;
-  p.compute_seconds = step.compute_seconds + step.blocking_comm_seconds;
-  p.exposed_comm_seconds = step.exposed_comm_seconds;
-  p.data_parallel_algorithm = step.data_parallel_algorithm;
-  p.throughput_seq_per_second = static_cast<double>(p.global_batch) / p.iteration_seconds;
-  p.seconds = static_cast<double>(p.steps) * p.iteration_seconds;
-  p.tflops_per_gpu = hardware_flops_per_step(planned->graph) / p.iteration_seconds / 1e12;
+  fill_step(p, step, hardware_flops_per_step(planned->graph));
   if (c.baseline_flops) {
     p.scaling_efficiency = p.tflops_per_gpu * 1e12 / *c.baseline_flops;
   } else if (s.recipe.tensor_parallel == 1) {
@@ -364,7 +474,7 @@ nlohmann::json prediction_to_json(const Prediction& p) {
                {"rental_basis", p.cost.rental_basis}};
   j["prices"] = prices_to_json(p.prices);
   nlohmann::json phases = nlohmann::json::array();
-  for (const auto& ph : p.phases)
+  for (const auto& ph : p.phases) {
     phases.push_back({{"name", ph.name},
                       {"seq_len", ph.seq_len},
                       {"global_batch", ph.global_batch},
@@ -380,6 +490,8 @@ nlohmann::json prediction_to_json(const Prediction& p) {
                       {"tflops_per_gpu", ph.tflops_per_gpu},
                       {"memory_per_gpu_bytes", ph.memory_per_gpu_bytes},
                       {"data_parallel_algorithm", ph.data_parallel_algorithm}});
+    if (ph.pipeline_stages > 1) phases.back()["pipeline"] = pipeline_to_json(ph);
+  }
   j["phases"] = phases;
   j["simulator_wall_seconds"] = p.simulator_wall_seconds;
   return j;
@@ -413,6 +525,8 @@ std::string prediction_to_text(const Prediction& p) {
                    ph.scaling_efficiency ? fmt::format("{:.1f}%", 100 * *ph.scaling_efficiency) : "-",
                    hours_text(ph.seconds)});
   out += table.render();
+  for (const auto& ph : p.phases)
+    if (ph.pipeline_stages > 1) out += pipeline_to_text(ph);
   out += fmt::format("(simulated in {:.3f} s)\n", p.simulator_wall_seconds);
   return out;
 }

@@ -14,6 +14,17 @@
 
 namespace ptsim::reports {
 
+// One pipeline stage of a phase (docs/parallelism.md).
+struct StagePrediction {
+  int stage = 0;
+  std::vector<std::pair<int64_t, int64_t>> layers;  // [first, end) transformer layers of each of its model chunks
+  bool embeddings = false, heads = false;           // first stage: embeddings; last: heads and loss
+  double memory_bytes = 0;                          // as memory_per_gpu_bytes, for this stage
+  double in_flight_micro_batches = 0;               // activations held at the schedule's peak
+  double busy_seconds = 0, idle_seconds = 0;        // in its forward/backward passes; the bubble
+  double data_parallel_comm_seconds = 0;
+};
+
 struct PhasePrediction {
   std::string name;
   int64_t seq_len = 0, global_batch = 0, micro_batch = 0, grad_accum = 0, steps = 0;
@@ -26,6 +37,13 @@ struct PhasePrediction {
   double tflops_per_gpu = 0;                   // hardware FLOPs (incl. recomputation) per GPU per second
   double memory_per_gpu_bytes = 0;
   std::string data_parallel_algorithm;
+  // Pipeline parallelism (stages 1 without it): the schedule, its bubble and each stage.
+  int pipeline_stages = 1;
+  std::string pipeline_schedule;
+  int virtual_stages = 1;
+  double pipeline_bubble_fraction = 0;
+  double pipeline_send_seconds = 0;
+  std::vector<StagePrediction> stages;
 };
 
 struct Prediction {
@@ -65,7 +83,7 @@ struct PhaseShape {
 // The scenario with its stack resolved (recipe.stack, or the GPU's one stack) and the stack's fusions in its recipe.
 Scenario with_stack(const Scenario& scenario, const hwprofiles::ProfileSet& profiles);
 sim::ClusterConfig resolve_cluster(const Scenario& s, const hwprofiles::ProfileSet& profiles);
-// GPUs ÷ tensor parallel; core::InfeasibleError (parallelism) when tensor parallel does not divide them.
+// GPUs ÷ (tensor × pipeline parallel); core::InfeasibleError (parallelism) when they do not divide them.
 int64_t data_parallel_ranks(const Scenario& s, const sim::ClusterConfig& config);
 // Phase `phase`'s accumulation, global batch and steps; InputError when its fields contradict each other.
 PhaseShape phase_shape(const Scenario& s, size_t phase, int64_t data_parallel);

@@ -3,6 +3,9 @@
 #include "reports/prediction_cache.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "sim/pipeline_step.hpp"
 
 namespace ptsim::reports {
 
@@ -34,6 +37,16 @@ auto find_or_make(std::mutex& mutex, Map& map, const std::string& key, long& bui
   return map.emplace(key, std::move(value)).first->second;
 }
 
+// Only what differs from data + tensor parallelism, so those keys stay as they were.
+std::string parallelism_key(const models::Recipe& r) {
+  std::string key;
+  if (r.pipeline_parallel > 1)
+    key += fmt::format("|pp{}|{}|v{}|layers{}", r.pipeline_parallel, models::to_string(r.pipeline_schedule),
+                       r.virtual_stages, fmt::join(r.stage_layers, ","));
+  if (r.zero_stage > 0) key += fmt::format("|zero{}|{}", r.zero_stage, models::to_string(r.shard_group));
+  return key;
+}
+
 }  // namespace
 
 std::string recipe_key(const std::string& model, const models::Recipe& r) {
@@ -41,7 +54,8 @@ std::string recipe_key(const std::string& model, const models::Recipe& r) {
                      models::to_string(r.precision), r.micro_batch, r.seq_len, r.grad_accum,
                      models::to_string(r.optimizer), r.data_parallel, r.tensor_parallel, r.recompute_activations,
                      r.bucket_bytes, r.max_predictions, r.gradient_clipping, r.include_dropout, r.fused_attention,
-                     r.multi_tensor_optimizer);
+                     r.multi_tensor_optimizer) +
+         parallelism_key(r);
 }
 
 std::shared_ptr<const models::ModelSpec> PredictionCache::model(const std::string& name_or_path) {
@@ -59,6 +73,17 @@ std::shared_ptr<const PlannedGraph> PredictionCache::graph(const models::ModelSp
   });
 }
 
+std::shared_ptr<const PlannedPipeline> PredictionCache::pipeline(const models::ModelSpec& model,
+                                                                 const models::Recipe& recipe) {
+  return find_or_make(mutex_, pipelines_, graph_key(model, recipe), counts_.graph_builds, counts_.graph_hits, [&] {
+    auto p = std::make_shared<PlannedPipeline>();
+    p->chunks = models::build_pipeline_graphs(model, recipe);
+    for (const auto& g : p->chunks) p->plans.push_back(models::plan_memory(g));
+    p->stages = sim::plan_pipeline_memory(p->plans, recipe);
+    return std::shared_ptr<const PlannedPipeline>(std::move(p));
+  });
+}
+
 sim::SingleDevicePrediction PredictionCache::single_device(const models::ModelSpec& model,
                                                            const models::Recipe& recipe,
                                                            const hwprofiles::GpuProfile& gpu) {
@@ -71,6 +96,13 @@ sim::StepSimulation PredictionCache::step(const models::ModelSpec& model, const 
                                           const sim::ClusterConfig& config) {
   return find_or_make(mutex_, steps_, graph_key(model, recipe) + "@" + sim::cluster_key(config), counts_.step_simulations,
                       counts_.step_hits, [&] { return sim::simulate_step(graph(model, recipe)->graph, config, false, &collectives_); });
+}
+
+sim::StepSimulation PredictionCache::pipeline_step(const models::ModelSpec& model, const models::Recipe& recipe,
+                                                   const sim::ClusterConfig& config) {
+  return find_or_make(mutex_, steps_, graph_key(model, recipe) + "@" + sim::cluster_key(config), counts_.step_simulations,
+                      counts_.step_hits,
+                      [&] { return sim::simulate_pipeline_step(pipeline(model, recipe)->chunks, config, false, &collectives_); });
 }
 
 PredictionCache::Counts PredictionCache::counts() const {

@@ -17,6 +17,7 @@
 #include "models/model_spec.hpp"
 #include "sim/collective_cache.hpp"
 #include "sim/compute_model.hpp"
+#include "sim/memory_check.hpp"
 #include "sim/step_simulator.hpp"
 
 namespace ptsim::reports {
@@ -26,6 +27,13 @@ struct PlannedGraph {
   models::MemoryPlan plan;
 };
 
+// A pipeline's model chunks (models::build_pipeline_graphs), their plans, and each stage's memory.
+struct PlannedPipeline {
+  std::vector<models::TaskGraph> chunks;
+  std::vector<models::MemoryPlan> plans;
+  std::vector<sim::StageMemory> stages;
+};
+
 // Everything a recipe's graph depends on, as text (the cache key; also handy in messages).
 std::string recipe_key(const std::string& model, const models::Recipe& recipe);
 
@@ -33,10 +41,13 @@ class PredictionCache {
  public:
   std::shared_ptr<const models::ModelSpec> model(const std::string& name_or_path);
   std::shared_ptr<const PlannedGraph> graph(const models::ModelSpec& model, const models::Recipe& recipe);
+  std::shared_ptr<const PlannedPipeline> pipeline(const models::ModelSpec& model, const models::Recipe& recipe);
   sim::SingleDevicePrediction single_device(const models::ModelSpec& model, const models::Recipe& recipe,
                                             const hwprofiles::GpuProfile& gpu);
   sim::StepSimulation step(const models::ModelSpec& model, const models::Recipe& recipe,
                            const sim::ClusterConfig& config);
+  sim::StepSimulation pipeline_step(const models::ModelSpec& model, const models::Recipe& recipe,
+                                    const sim::ClusterConfig& config);
 
   struct Counts {
     long graph_builds = 0, graph_hits = 0, step_simulations = 0, step_hits = 0;
@@ -47,6 +58,7 @@ class PredictionCache {
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<const models::ModelSpec>> models_;
   std::map<std::string, std::shared_ptr<const PlannedGraph>> graphs_;
+  std::map<std::string, std::shared_ptr<const PlannedPipeline>> pipelines_;
   std::map<std::string, sim::SingleDevicePrediction> single_;
   std::map<std::string, sim::StepSimulation> steps_;
   sim::CollectiveCache collectives_;  // algorithm choices and alone-on-network all-reduce durations

@@ -71,6 +71,26 @@ sim::CollectiveAlgorithm parse_algorithm(JsonReader& r, const std::string& key) 
   return sim::CollectiveAlgorithm::automatic;
 }
 
+// Pipeline parallelism and ZeRO (docs/parallelism.md): 1 and 0 leave data + tensor parallelism as it was.
+void parse_parallelism(JsonReader& t, models::Recipe& r) {
+  r.pipeline_parallel = t.get_int("pipeline_parallel", core::ranges::parallel, 1);
+  r.pipeline_schedule = models::parse_pipeline_schedule(t.get_enum("pipeline_schedule", {"gpipe", "1f1b", "interleaved"}, "1f1b"),
+                                                        t.where("pipeline_schedule"));
+  r.virtual_stages = t.get_int("virtual_stages", core::ranges::virtual_stages, 1);
+  r.zero_stage = static_cast<int>(t.get_int("zero_stage", core::ranges::zero_stage, 0));
+  if (t.has("stage_layers")) {
+    const Json& list = t.raw("stage_layers");
+    if (!list.is_array() || list.empty()) t.fail("stage_layers", "a list of transformer layers per model chunk");
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (!list[i].is_number_integer() || list[i].get<long long>() < 1 ||
+          list[i].get<long long>() > core::ranges::layers.max)
+        t.fail("stage_layers", fmt::format("a list of layers per model chunk, each {} (entry {} is {})",
+                                           core::describe(core::ranges::layers), i, list[i].dump()));
+      r.stage_layers.push_back(list[i].get<int64_t>());
+    }
+  }
+}
+
 PhaseSpec parse_phase(JsonReader r, size_t index) {
   PhaseSpec p;
   p.name = r.get_string("name", fmt::format("phase{}", index + 1));
@@ -127,6 +147,7 @@ Scenario parse_scenario(const Json& json, const std::string& source) {
     s.recipe.precision = models::parse_precision(t.get_string("precision", "fp16"), t.where("precision"));
     s.recipe.optimizer = models::parse_optimizer(t.get_string("optimizer", "lamb"), t.where("optimizer"));
     s.recipe.tensor_parallel = t.get_int("tensor_parallel", core::ranges::parallel, 1);
+    parse_parallelism(t, s.recipe);
     s.recipe.recompute_activations = t.get_bool("recompute", false);
     s.recipe.bucket_bytes = t.get_number("bucket_mib", core::ranges::bucket_mib, 25) * 1024 * 1024;
     s.recipe.gradient_clipping = t.get_bool("gradient_clipping", true);

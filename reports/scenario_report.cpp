@@ -115,6 +115,7 @@ json timeline_segments(const json& trace, double iteration_seconds) {
   for (const auto& e : trace.value("traceEvents", json::array())) {
     if (e.value("ph", "") != "X") continue;
     const int tid = e.value("tid", 0);
+    if (e.value("pid", 0) != 0 || tid > 1) continue;  // a pipeline's first stage, without its sends
     const std::string kind = e.value("cat", "");
     const json& args = e.contains("args") ? e.at("args") : json::object();
     const std::string phase = args.value("phase", "");
@@ -142,6 +143,40 @@ json timeline_segments(const json& trace, double iteration_seconds) {
     out.push_back({{"stream", s.tid == 1 ? "communication" : "compute"}, {"category", s.category},
                    {"micro_step", s.micro}, {"start_seconds", s.start}, {"end_seconds", s.end}, {"ops", s.ops}});
   return out;
+}
+
+// A pipeline phase's step split and memory: its worst stage's memory; the step of its first stage (its
+// chunks' compute ops), the bubble the schedule leaves it, and what else the iteration spends.
+void pipeline_phase_report(const std::string& phase, const std::shared_ptr<const PlannedPipeline>& planned,
+                           const sim::StepSimulation& step, const hwprofiles::GpuProfile& gpu, json& steps,
+                           json& memory) {
+  std::map<std::string, double> seconds;
+  for (size_t g = 0; g < planned->chunks.size(); g += static_cast<size_t>(step.pipeline_stages))
+    for (const auto& op : planned->chunks[g].ops) {
+      if (models::is_communication(op.kind)) continue;
+      const double runs = models::is_micro_step_phase(op.phase) ? static_cast<double>(planned->chunks[g].micro_steps) : 1.0;
+      seconds[compute_part(op.kind)] += sim::op_cost(op, gpu).seconds * runs;
+    }
+  const sim::StageTiming& first = step.stages.front();
+  double accounted = first.blocking_comm_seconds + first.idle_seconds;
+  for (const auto& [part, s] : seconds) accounted += s;
+  json parts = json::array();
+  for (const auto& name : part_order())
+    if (auto it = seconds.find(name); it != seconds.end() && it->second > 0)
+      parts.push_back({{"part", name}, {"seconds", it->second}});
+  if (first.blocking_comm_seconds > 0)
+    parts.push_back({{"part", "tensor-parallel all-reduce (blocking)"}, {"seconds", first.blocking_comm_seconds}});
+  parts.push_back({{"part", "pipeline bubble"}, {"seconds", first.idle_seconds}});
+  const double rest = step.iteration_seconds - accounted;
+  if (rest > 0) parts.push_back({{"part", "exposed gradient communication"}, {"seconds", rest}});
+  steps.push_back({{"phase", phase}, {"iteration_seconds", step.iteration_seconds},
+                   {"micro_steps", planned->chunks.front().micro_steps}, {"parts", parts}});
+  const sim::StageMemory& worst = sim::worst_stage(planned->stages, gpu);
+  const sim::MemoryFit fit = sim::check_memory(worst.plan, gpu);
+  memory.push_back({{"phase", phase + fmt::format(" (stage {})", worst.stage)},
+                    {"device_bytes", fit.available_bytes},
+                    {"needed_bytes", fit.needed_bytes},
+                    {"categories", memory_categories(worst.plan, fit)}});
 }
 
 json scenario_json(const Scenario& s, const sim::ClusterConfig& config, const std::vector<std::string>& overrides,
@@ -316,6 +351,11 @@ json collect_scenario_report(const ReportScenario& base, const ScenarioReportOpt
   for (size_t i = 0; i < s.phases.size(); ++i) {
     const PhaseShape shape = phase_shape(s, i, dp);
     const models::Recipe r = phase_recipe(s, s.phases[i], shape, dp);
+    if (r.pipeline_parallel > 1) {
+      pipeline_phase_report(s.phases[i].name, cache.pipeline(*model, r), cache.pipeline_step(*model, r, config),
+                            config.gpu, steps, memory);
+      continue;
+    }
     const auto planned = cache.graph(*model, r);
     const sim::StepSimulation step = cache.step(*model, r, config);
     steps.push_back({{"phase", s.phases[i].name},

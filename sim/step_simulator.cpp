@@ -85,13 +85,21 @@ class StepRun {
     return std::max(2, c_.cluster.node.nics_per_node);
   }
 
+  // ZeRO's reduce-scatters and all-gathers run as rings (NCCL's only algorithm for them).
+  static CollectiveKind collective_kind(models::OpKind kind) {
+    if (kind == models::OpKind::reduce_scatter) return CollectiveKind::reduce_scatter;
+    if (kind == models::OpKind::all_gather) return CollectiveKind::all_gather;
+    return CollectiveKind::all_reduce;
+  }
+
   std::shared_ptr<const PreparedCollective> prepared(const models::Op& op) {
     const bool tp = op.attrs.comm.group == models::CommGroup::tensor_parallel;
     auto& cache = tp ? tp_cache_ : dp_cache_;
-    auto it = cache.find(op.attrs.comm.bytes);
+    const CollectiveKind kind = collective_kind(op.kind);
+    auto it = cache.find({static_cast<int>(kind), op.attrs.comm.bytes});
     if (it != cache.end()) return it->second;
     CollectiveSpec spec;
-    spec.kind = CollectiveKind::all_reduce;
+    spec.kind = kind;
     spec.bytes = op.attrs.comm.bytes;
     const auto& groups = tp ? tp_groups_ : dp_groups_;
     spec.ranks = groups.front();
@@ -99,10 +107,10 @@ class StepRun {
     spec.algorithm = tp ? CollectiveAlgorithm::ring : c_.data_parallel_algorithm;
     spec.channels = channels();
     spec.mode = c_.mode;
-    if (!tp) spec.algorithm = data_parallel_algorithm(spec);
+    if (!tp) spec.algorithm = kind == CollectiveKind::all_reduce ? data_parallel_algorithm(spec) : CollectiveAlgorithm::ring;
     auto p = prepare_collective(topology(), spec);
-    if (!tp) result_.data_parallel_algorithm = to_string(p->algorithm);
-    cache[op.attrs.comm.bytes] = p;
+    if (!tp && kind != CollectiveKind::all_gather) result_.data_parallel_algorithm = to_string(p->algorithm);
+    cache[{static_cast<int>(kind), op.attrs.comm.bytes}] = p;
     return p;
   }
 
@@ -124,8 +132,9 @@ class StepRun {
   }
 
   // Key of a data-parallel all-reduce that runs alone on the network (its duration is then reusable).
-  std::string alone_key(double bytes) const {
-    return fmt::format("{}|alone|{}|dp{}|ch{}", cluster_key_, bytes, dp_, channels());
+  std::string alone_key(const models::Op& op) const {
+    const std::string kind = op.kind == models::OpKind::all_reduce ? "" : models::to_string(op.kind);
+    return fmt::format("{}|alone{}|{}|dp{}|ch{}", cluster_key_, kind, op.attrs.comm.bytes, dp_, channels());
   }
 
   Topology& topology() {
@@ -191,6 +200,9 @@ class StepRun {
     if (micro == micro_steps_ - 1 && models::is_micro_step_phase(g_.op(id).phase)) {
       done_in_last_[static_cast<size_t>(id)] = true;
       try_start_comm();
+    } else if (g_.op(id).phase == Phase::optimizer && g_.recipe.zero_stage > 0) {
+      done_in_last_[static_cast<size_t>(id)] = true;  // ZeRO: the updated shard can now be all-gathered
+      try_start_comm();
     }
     compute_next();
   }
@@ -243,6 +255,7 @@ class StepRun {
       const models::Op& d = g_.op(dep);
       if (models::is_micro_step_phase(d.phase) && !done_in_last_[static_cast<size_t>(dep)]) return;
       if (d.phase == Phase::communication && !comm_done_[static_cast<size_t>(dep)]) return;
+      if (d.phase == Phase::optimizer && !done_in_last_[static_cast<size_t>(dep)]) return;
     }
     comm_busy_ = true;
     const double start = engine_.now();
@@ -250,11 +263,11 @@ class StepRun {
     // Alone on the network (no tensor parallelism), an all-reduce takes what it took last time it ran
     // alone on this cluster: reuse the duration instead of re-running its flows.
     const bool reusable = cache_ != nullptr && tp_ == 1;
-    const std::string key = reusable ? alone_key(op.attrs.comm.bytes) : "";
+    const std::string key = reusable ? alone_key(op) : "";
     if (auto seconds = reusable ? cache_->alone_seconds(key) : std::nullopt) {
       CollectiveSpec spec;
       spec.channels = channels();
-      result_.data_parallel_algorithm = to_string(data_parallel_algorithm(spec));
+      if (op.kind == models::OpKind::all_reduce) result_.data_parallel_algorithm = to_string(data_parallel_algorithm(spec));
       engine_.schedule_at(start + *seconds, [this, id, start, seconds] { comm_finished(id, start, start + *seconds); });
       return;
     }
@@ -294,7 +307,7 @@ class StepRun {
   std::vector<int> body_, comm_, tail_;
   std::map<int, std::vector<int>> comm_deps_;
   std::vector<bool> comm_done_, done_in_last_;
-  std::map<double, std::shared_ptr<const PreparedCollective>> dp_cache_, tp_cache_;
+  std::map<std::pair<int, double>, std::shared_ptr<const PreparedCollective>> dp_cache_, tp_cache_;
   CollectiveAlgorithm dp_choice_ = CollectiveAlgorithm::automatic;
   size_t cursor_ = 0, comm_cursor_ = 0;
   bool comm_busy_ = false, waiting_ = false;

@@ -14,6 +14,7 @@
 #include "hwprofiles/profiles.hpp"
 #include "models/task_graph.hpp"
 #include "sim/collectives.hpp"
+#include "sim/pipeline_schedule.hpp"
 #include "sim/topology.hpp"
 
 namespace ptsim::sim {
@@ -37,6 +38,20 @@ struct TimelineSpan {
   Stream stream = Stream::compute;
   double start_seconds = 0;
   double end_seconds = 0;
+  int chunk = 0;   // pipeline: the model chunk's graph `op` belongs to (0 without a pipeline)
+  int stage = 0;   // pipeline: the device (stage) it ran on
+};
+
+// A pipeline stage's share of the step (sim/pipeline_step.hpp).
+struct StageTiming {
+  int stage = 0;
+  double compute_seconds = 0;            // compute ops of its forward/backward passes and its optimizer tail
+  double blocking_comm_seconds = 0;      // tensor-parallel all-reduces inside its passes
+  double busy_seconds = 0;               // time in forward/backward passes (compute + blocking TP)
+  double idle_seconds = 0;               // its bubble: pipeline flush span − busy
+  double last_backward_end_seconds = 0;
+  double data_parallel_comm_seconds = 0; // gradient all-reduces (and the tied-embedding one)
+  double finish_seconds = 0;             // its optimizer's end
 };
 
 struct StepSimulation {
@@ -48,6 +63,14 @@ struct StepSimulation {
   std::string data_parallel_algorithm; // what `automatic` resolved to ("" without data parallelism)
   long flows_started = 0;
   std::vector<TimelineSpan> timeline;  // filled when asked (for --trace)
+  // Pipeline parallelism (sim/pipeline_step.hpp); one stage and no bubble without it.
+  int pipeline_stages = 1;
+  double pipeline_flush_seconds = 0;   // from the step's start to the last backward pass's end
+  double pipeline_bubble_fraction = 0; // 1 − Σ busy ÷ (P × flush span): emerges from the schedule
+  double pipeline_bubble_seconds = 0;  // bubble fraction × flush span
+  double pipeline_send_seconds = 0;    // activation and gradient sends between stages, summed over all of them
+  std::vector<StageTiming> stages;
+  std::vector<PipelineSpan> pipeline_timeline;  // forward/backward passes and sends (when asked)
 };
 
 class CollectiveCache;

@@ -122,6 +122,10 @@ struct Executor::Impl {
       throw InputError(fmt::format("the CPU runtime does not run tensor parallelism (tensor_parallel = {}): "
                                    "use --tensor-parallel 1",
                                    graph.recipe.tensor_parallel));
+    if (graph.recipe.pipeline_parallel > 1 || graph.recipe.zero_stage > 0)
+      throw InputError(fmt::format("the CPU runtime does not run pipeline parallelism or ZeRO (pipeline_parallel = {}, "
+                                   "zero_stage = {}): only the simulator predicts them",
+                                   graph.recipe.pipeline_parallel, graph.recipe.zero_stage));
     for (const Op& op : graph.ops) {
       const bool tail_kind =
           op.kind == OpKind::all_reduce || op.kind == OpKind::grad_norm || op.kind == OpKind::optimizer_update;

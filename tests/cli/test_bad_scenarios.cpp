@@ -150,3 +150,52 @@ TEST_CASE("a global_batch that the cluster makes exactly gives that grad_accum")
   CHECK(r.output.find("\"grad_accum\": 4") != std::string::npos);
   CHECK(r.output.find("\"global_batch\": 1024") != std::string::npos);
 }
+
+TEST_CASE("pipeline shapes Megatron refuses are exit 2 naming the rule") {
+  // bert-base: 12 layers, 8 GPUs on a DGX-1.
+  auto with_recipe = [](const std::string& name, const std::string& recipe, const std::string& phase) {
+    return file_case(name, scenario(R"("nodes": 1)", phase, R"(, "recipe": {)" + recipe + "}"), {});
+  };
+  std::vector<BadInput> cases = {
+      with_recipe("pipeline_not_dividing_layers", R"("pipeline_parallel": 8)", R"("steps": 10, "grad_accum": 8)"),
+      with_recipe("pipeline_not_dividing_gpus", R"("pipeline_parallel": 3)", R"("steps": 10, "grad_accum": 8)"),
+      with_recipe("interleaved_micro_batches", R"("pipeline_parallel": 4, "pipeline_schedule": "interleaved", "virtual_stages": 3)",
+                  R"("steps": 10, "grad_accum": 6)"),
+      with_recipe("virtual_without_interleaving", R"("pipeline_parallel": 2, "virtual_stages": 2)",
+                  R"("steps": 10, "grad_accum": 4)"),
+      with_recipe("stage_layers_sum", R"("pipeline_parallel": 2, "stage_layers": [5, 6])", R"("steps": 10, "grad_accum": 4)"),
+      with_recipe("stage_layers_zero", R"("pipeline_parallel": 2, "stage_layers": [0, 12])", R"("steps": 10, "grad_accum": 4)"),
+      with_recipe("unknown_schedule", R"("pipeline_parallel": 2, "pipeline_schedule": "zb-h1")", R"("steps": 10)"),
+  };
+  cases[0].expected = {"pipeline_parallel 8 does not divide the 12 layers of bert-base", "recipe.stage_layers"};
+  cases[1].expected = {"tensor-parallel 1 × pipeline-parallel 3 = 3 does not divide the cluster's 8 GPUs"};
+  cases[2].expected = {"interleaved needs the micro-batches per step (grad_accum 6) to be a multiple of pipeline_parallel 4"};
+  cases[3].expected = {"virtual_stages 2 needs pipeline_schedule interleaved"};
+  cases[4].expected = {"stage_layers add up to 11 layers, but bert-base has 12"};
+  cases[5].expected = {"field 'recipe.stage_layers'", "entry 0 is 0"};
+  cases[6].expected = {"field 'recipe.pipeline_schedule'", "zb-h1"};
+  check_all_refused(cases);
+}
+
+TEST_CASE("a pipeline that fits predicts its bubble and stages") {
+  const auto r = ptsim::test::run_ptsim(
+      "predict --format json --scenario " +
+      file_with("pipeline_ok", scenario(R"("nodes": 1)", R"("micro_batch": 8, "grad_accum": 8, "steps": 10)",
+                                        R"(, "recipe": {"pipeline_parallel": 4})")));
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("\"bubble_fraction\"") != std::string::npos);
+  CHECK(r.output.find("\"in_flight_micro_batches\": 4.0") != std::string::npos);
+}
+
+TEST_CASE("GPT-3 175B needs the pipeline: refused without it, naming the pipeline that fits") {
+  // 175B parameters × 16 bytes (bf16 + fp32 master + Adam) ÷ TP 8 ≈ 330 GiB per A100-40GB without a pipeline;
+  // ZeRO 1 or 2 over 128 ranks still leaves 4 bytes per parameter ÷ 8 ≈ 81 GiB; 16 stages of 6 layers fit.
+  check_all_refused({{"gpt3 without pipeline", "predict --scenario gpt3-175b-1024gpu --set recipe.pipeline_parallel=1",
+                      {"does not fit on a100-40gb", "try: recipe.pipeline_parallel=16 (data-parallel 8) fits"}},
+                     {"gpt3 4 stages", "predict --scenario gpt3-175b-1024gpu --set recipe.pipeline_parallel=4",
+                      {"4-stage 1f1b pipeline does not fit", "stage 0 needs",
+                       "try: recipe.pipeline_parallel=16 (data-parallel 8) fits"}}});
+  const auto r = ptsim::test::run_ptsim("predict --scenario gpt3-175b-1024gpu");
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("16-stage 1f1b pipeline, 192 micro-batches per step") != std::string::npos);
+}

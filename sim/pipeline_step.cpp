@@ -1,0 +1,303 @@
+// sim/pipeline_step.cpp — a pipeline-parallel step on the event engine (see the header).
+#include "sim/pipeline_step.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "core/error.hpp"
+#include "sim/collective_cache.hpp"
+#include "sim/compute_model.hpp"
+#include "sim/event_engine.hpp"
+#include "sim/network.hpp"
+
+namespace ptsim::sim {
+namespace {
+
+using models::Phase;
+
+class PipelineStep final : public PipelineTransport {
+ public:
+  PipelineStep(const std::vector<models::TaskGraph>& chunks, const ClusterConfig& c, bool record, CollectiveCache* cache)
+      : chunks_(chunks), c_(c), record_(record), cache_(cache), network_(engine_) {
+    const models::Recipe& r = chunks.front().recipe;
+    shape_ = PipelineShape::of(r);
+    tp_ = static_cast<int>(r.tensor_parallel);
+    dp_ = static_cast<int>(r.data_parallel);
+    check_cluster();
+    topology_ = std::make_unique<Topology>(network_, c_.cluster);
+  }
+
+  StepSimulation run() {
+    std::vector<double> forward, backward;
+    for (const auto& g : chunks_) {
+      forward.push_back(pass_seconds(g, false));
+      backward.push_back(pass_seconds(g, true));
+    }
+    comm_done_.assign(static_cast<size_t>(shape_.stages), false);
+    stages_.resize(static_cast<size_t>(shape_.stages));
+    for (int d = 0; d < shape_.stages; ++d) stages_[static_cast<size_t>(d)].stage = d;
+    PipelineExecutor executor(engine_, shape_, forward, backward, *this, [this](int d) { start_data_parallel(d, 0); },
+                              record_);
+    executor.start(0);
+    engine_.run();
+    return finish(executor.result());
+  }
+
+  // Activations forward, gradients backward: each tensor-parallel rank sends its 1/T share to the same rank of
+  // the next stage, which all-gathers the whole tensor over NVLink (Megatron's scatter/gather optimisation).
+  void send(int from_chunk, int to_chunk, bool gradient, std::function<void()> arrived) override {
+    const models::TaskGraph& g = chunks_[static_cast<size_t>(std::min(from_chunk, to_chunk))];
+    const double bytes = static_cast<double>(g.tensor(g.chunk.send_activation).bytes());
+    const int from = from_chunk % shape_.stages, to = to_chunk % shape_.stages;
+    const double start = engine_.now();
+    auto p2p = prepared(CollectiveKind::send_recv, bytes / tp_, pairs(from, to), CollectiveAlgorithm::ring);
+    result_.flows_started += run_prepared_collective(network_, p2p, start, [this, to, bytes, start, arrived](const CollectiveResult& r) {
+      if (tp_ == 1) return sent(start, r.finish_seconds, arrived);
+      auto gather = prepared(CollectiveKind::all_gather, bytes, tp_groups(to), CollectiveAlgorithm::ring);
+      result_.flows_started += run_prepared_collective(network_, gather, r.finish_seconds, [this, start, arrived](const CollectiveResult& g) {
+        sent(start, g.finish_seconds, arrived);
+      }).flows_started;
+    }).flows_started;
+    (void)gradient;
+  }
+
+ private:
+  void check_cluster() const {
+    const int gpus = c_.gpu_count();
+    if (dp_ * tp_ * shape_.stages != gpus)
+      throw core::InputError(fmt::format("data-parallel {} × tensor-parallel {} × pipeline-parallel {} = {} GPUs, but the "
+                                         "cluster has {} ({} nodes × {} GPUs): make them match",
+                                         dp_, tp_, shape_.stages, dp_ * tp_ * shape_.stages, gpus, c_.cluster.nodes,
+                                         c_.cluster.node.gpus_per_node));
+    if (tp_ > c_.cluster.node.gpus_per_node)
+      throw core::InputError(fmt::format("tensor-parallel {} exceeds the {} GPUs of a {} node (tensor parallelism "
+                                         "stays inside a node)", tp_, c_.cluster.node.gpus_per_node, c_.cluster.node.name));
+    if (shape_.micro_batches > kMaxPipelineMicroBatches)
+      throw core::InputError(fmt::format("a pipeline is simulated micro-batch by micro-batch: {} micro-batches per step "
+                                         "(grad_accum) is more than the {} it runs", shape_.micro_batches,
+                                         kMaxPipelineMicroBatches));
+  }
+
+  int channels() const { return c_.channels > 0 ? c_.channels : std::max(2, c_.cluster.node.nics_per_node); }
+  int rank(int stage, int d, int t) const { return pipeline_rank(stage, d, t, dp_, tp_); }
+
+  // ---- groups: the first of a kind's groups, then the others that run the same collective at once ----
+  using Groups = std::vector<std::vector<int>>;
+  Groups tp_groups(int stage) const {
+    Groups out(static_cast<size_t>(dp_));
+    for (int d = 0; d < dp_; ++d)
+      for (int t = 0; t < tp_; ++t) out[static_cast<size_t>(d)].push_back(rank(stage, d, t));
+    return out;
+  }
+  Groups dp_groups(int stage) const {
+    Groups out(static_cast<size_t>(tp_));
+    for (int t = 0; t < tp_; ++t)
+      for (int d = 0; d < dp_; ++d) out[static_cast<size_t>(t)].push_back(rank(stage, d, t));
+    return out;
+  }
+  Groups pairs(int from, int to) const {
+    Groups out;
+    for (int d = 0; d < dp_; ++d)
+      for (int t = 0; t < tp_; ++t) out.push_back({rank(from, d, t), rank(to, d, t)});
+    return out;
+  }
+
+  std::shared_ptr<const PreparedCollective> prepared(CollectiveKind kind, double bytes, const Groups& groups,
+                                                     CollectiveAlgorithm algorithm) {
+    const std::string key = fmt::format("{}|{}|{}|{}", static_cast<int>(kind), bytes, groups.front().front(),
+                                        groups.front().back());
+    if (auto it = prepared_.find(key); it != prepared_.end()) return it->second;
+    CollectiveSpec spec;
+    spec.kind = kind;
+    spec.bytes = bytes;
+    spec.ranks = groups.front();
+    spec.concurrent_groups.assign(groups.begin() + 1, groups.end());
+    spec.channels = channels();
+    spec.mode = c_.mode;
+    spec.algorithm = algorithm == CollectiveAlgorithm::automatic ? data_parallel_algorithm(spec) : algorithm;
+    return prepared_[key] = prepare_collective(*topology_, spec);
+  }
+
+  // `automatic` resolves once per step, on the largest gradient bucket of any stage (as sim/step_simulator).
+  CollectiveAlgorithm data_parallel_algorithm(CollectiveSpec spec) {
+    if (c_.data_parallel_algorithm != CollectiveAlgorithm::automatic) return c_.data_parallel_algorithm;
+    if (dp_choice_ != CollectiveAlgorithm::automatic) return dp_choice_;
+    for (const auto& g : chunks_)
+      for (const auto& op : g.ops)
+        if (op.phase == Phase::communication) spec.bytes = std::max(spec.bytes, op.attrs.comm.bytes);
+    const std::string key = cache_ ? fmt::format("{}|choose|{}|dp{}|tp{}|pp{}|ch{}", cluster_key(c_), spec.bytes, dp_,
+                                                 tp_, shape_.stages, spec.channels)
+                                   : "";
+    if (auto cached = cache_ ? cache_->algorithm(key) : std::nullopt) return dp_choice_ = *cached;
+    dp_choice_ = choose_algorithm(*topology_, spec);
+    if (cache_) cache_->remember_algorithm(key, dp_choice_);
+    return dp_choice_;
+  }
+
+  // ---- one forward or backward pass of a chunk: its ops back to back, tensor-parallel all-reduces alone on
+  // the network (the stage's D groups at once), as micro-step 0 of sim/step_simulator runs them ----
+  double pass_seconds(const models::TaskGraph& g, bool backward) {
+    const int stage = g.chunk.index % shape_.stages;
+    StageTiming& timing = stage_timing(stage);
+    double seconds = 0;
+    for (const auto& op : g.ops) {
+      if (!models::is_micro_step_phase(op.phase) || (op.phase == Phase::forward) == backward) continue;
+      const double s = models::is_communication(op.kind) ? tp_all_reduce_seconds(op.attrs.comm.bytes)
+                                                         : op_cost(op, c_.gpu).seconds;
+      (models::is_communication(op.kind) ? timing.blocking_comm_seconds : timing.compute_seconds) +=
+          s * static_cast<double>(shape_.micro_batches);
+      seconds += s;
+    }
+    return seconds;
+  }
+
+  double tp_all_reduce_seconds(double bytes) {
+    auto it = tp_seconds_.find(bytes);
+    if (it != tp_seconds_.end()) return it->second;
+    CollectiveSpec spec;
+    spec.bytes = bytes;
+    const Groups groups = tp_groups(0);
+    spec.ranks = groups.front();
+    spec.concurrent_groups.assign(groups.begin() + 1, groups.end());
+    spec.algorithm = CollectiveAlgorithm::ring;
+    spec.channels = channels();
+    spec.mode = c_.mode;
+    return tp_seconds_[bytes] = simulate_collective(c_.cluster, spec).duration_seconds();
+  }
+
+  StageTiming& stage_timing(int stage) {
+    if (stages_.size() <= static_cast<size_t>(stage)) stages_.resize(static_cast<size_t>(shape_.stages));
+    return stages_[static_cast<size_t>(stage)];
+  }
+
+  void sent(double start, double end, const std::function<void()>& arrived) {
+    result_.pipeline_send_seconds += end - start;
+    arrived();
+  }
+
+  // ---- after the last backward: the stage's gradient buckets, one at a time, over its data-parallel group ----
+  std::vector<std::pair<int, int>> comm_ops(int stage) const {  // (chunk, op)
+    std::vector<std::pair<int, int>> out;
+    for (int g = stage; g < shape_.chunks(); g += shape_.stages)
+      for (const auto& op : chunks_[static_cast<size_t>(g)].ops)
+        if (op.phase == Phase::communication) out.emplace_back(g, op.id);
+    return out;
+  }
+
+  void start_data_parallel(int stage, size_t next) {
+    const auto ops = comm_ops(stage);
+    if (next == ops.size()) return data_parallel_done(stage);
+    const int chunk = ops[next].first, id = ops[next].second;  // not a structured binding: clang 14 lambdas
+    const models::Op& op = chunks_[static_cast<size_t>(chunk)].op(id);
+    const double start = engine_.now();
+    auto p = prepared(CollectiveKind::all_reduce, op.attrs.comm.bytes, dp_groups(stage), CollectiveAlgorithm::automatic);
+    result_.data_parallel_algorithm = to_string(p->algorithm);
+    result_.flows_started += run_prepared_collective(network_, p, start, [=, this](const CollectiveResult& r) {
+      stage_timing(stage).data_parallel_comm_seconds += r.finish_seconds - start;
+      if (record_) result_.timeline.push_back({id, 0, Stream::communication, start, r.finish_seconds, chunk, stage});
+      start_data_parallel(stage, next + 1);
+    }).flows_started;
+  }
+
+  // Megatron keeps the word embeddings on the first and the last stage and all-reduces their gradients
+  // between the two once both have reduced their own.
+  void data_parallel_done(int stage) {
+    const int last = shape_.stages - 1;
+    const models::TaskGraph& tail = chunks_.back();
+    const bool tied = tail.chunk.tied_embedding_param >= 0;
+    if (!tied || (stage != 0 && stage != last)) return comm_finished(stage);
+    if (++embedding_ready_ < 2) return;
+    const models::Parameter& param = tail.params[static_cast<size_t>(tail.chunk.tied_embedding_param)];
+    const double bytes = static_cast<double>(tail.tensor(param.gradient).bytes());
+    const double start = engine_.now();
+    auto p = prepared(CollectiveKind::all_reduce, bytes, pairs(0, last), CollectiveAlgorithm::ring);
+    result_.flows_started += run_prepared_collective(network_, p, start, [=, this](const CollectiveResult& r) {
+      for (int s : {0, last}) {
+        stage_timing(s).data_parallel_comm_seconds += r.finish_seconds - start;
+        if (record_) result_.timeline.push_back({-1, 0, Stream::communication, start, r.finish_seconds, shape_.chunks() - 1, s});
+      }
+      comm_finished(0);
+      comm_finished(last);
+    }).flows_started;
+  }
+
+  // With global-norm clipping the norm spans every stage, so no optimizer starts before every stage's
+  // gradients are reduced (a scalar all-reduce, whose time is not charged).
+  void comm_finished(int stage) {
+    comm_done_[static_cast<size_t>(stage)] = true;
+    bool global_norm = false;
+    for (const auto& g : chunks_)
+      for (const auto& op : g.ops) global_norm = global_norm || op.kind == models::OpKind::grad_norm;
+    if (!global_norm) return run_tail(stage);
+    if (std::find(comm_done_.begin(), comm_done_.end(), false) != comm_done_.end()) return;
+    for (int s = 0; s < shape_.stages; ++s) run_tail(s);
+  }
+
+  void run_tail(int stage) {
+    double t = engine_.now();
+    StageTiming& timing = stage_timing(stage);
+    for (int g = stage; g < shape_.chunks(); g += shape_.stages)
+      for (const auto& op : chunks_[static_cast<size_t>(g)].ops) {
+        if (op.phase != Phase::optimizer) continue;
+        const double s = op_cost(op, c_.gpu).seconds;
+        if (record_) result_.timeline.push_back({op.id, 0, Stream::compute, t, t + s, g, stage});
+        timing.compute_seconds += s;
+        t += s;
+      }
+    timing.finish_seconds = t;
+  }
+
+  StepSimulation finish(const PipelineRun& run) {
+    StepSimulation& r = result_;
+    r.pipeline_stages = shape_.stages;
+    r.pipeline_flush_seconds = run.flush_seconds;
+    r.pipeline_bubble_fraction = run.bubble_fraction(0);
+    r.pipeline_bubble_seconds = r.pipeline_bubble_fraction * run.flush_seconds;
+    const StageTiming* busiest = &stages_.front();
+    for (auto& s : stages_) {
+      s.busy_seconds = run.busy_seconds[static_cast<size_t>(s.stage)];
+      s.idle_seconds = run.flush_seconds - s.busy_seconds;
+      s.last_backward_end_seconds = run.last_backward_end[static_cast<size_t>(s.stage)];
+      r.iteration_seconds = std::max(r.iteration_seconds, s.finish_seconds);
+      r.data_parallel_comm_seconds = std::max(r.data_parallel_comm_seconds, s.data_parallel_comm_seconds);
+      if (s.compute_seconds + s.blocking_comm_seconds > busiest->compute_seconds + busiest->blocking_comm_seconds)
+        busiest = &s;
+    }
+    r.compute_seconds = busiest->compute_seconds;
+    r.blocking_comm_seconds = busiest->blocking_comm_seconds;
+    r.exposed_comm_seconds = std::max(0.0, r.iteration_seconds - r.compute_seconds - r.pipeline_bubble_seconds);
+    r.stages = stages_;
+    if (record_) r.pipeline_timeline = run.spans;
+    return r;
+  }
+
+  const std::vector<models::TaskGraph>& chunks_;
+  const ClusterConfig& c_;
+  bool record_;
+  CollectiveCache* cache_;
+  EventEngine engine_;
+  Network network_;
+  std::unique_ptr<Topology> topology_;
+  PipelineShape shape_;
+  int tp_ = 1, dp_ = 1;
+  std::map<std::string, std::shared_ptr<const PreparedCollective>> prepared_;
+  std::map<double, double> tp_seconds_;
+  CollectiveAlgorithm dp_choice_ = CollectiveAlgorithm::automatic;
+  std::vector<StageTiming> stages_;
+  std::vector<bool> comm_done_;
+  int embedding_ready_ = 0;
+  StepSimulation result_;
+};
+
+}  // namespace
+
+StepSimulation simulate_pipeline_step(const std::vector<models::TaskGraph>& chunks, const ClusterConfig& config,
+                                      bool record_timeline, CollectiveCache* cache) {
+  if (chunks.empty()) throw std::invalid_argument("simulate_pipeline_step: no model chunks");
+  return PipelineStep(chunks, config, record_timeline, cache).run();
+}
+
+}  // namespace ptsim::sim
