@@ -16,8 +16,6 @@ namespace {
 
 using core::InputError;
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
 bool is_auto_recipe_key(const std::string& key) {
   for (const auto& k : auto_recipe_keys())
     if (key == k || key.ends_with("." + k)) return true;

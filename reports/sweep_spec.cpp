@@ -32,7 +32,8 @@ int64_t parse_integer(const std::string& axis, const std::string& text, const st
 Json parse_value(const std::string& axis, const std::string& text) {
   if (Json::accept(text)) return core::parse_json_text(text, fmt::format("--vary {}", axis));
   try {
-    (void)Json::parse(text);
+    const Json ignored = Json::parse(text);  // for its exception only
+    (void)ignored;
   } catch (const Json::out_of_range&) {
     throw InputError(fmt::format("--vary {}: value '{}' is a number that does not fit a double", axis, text));
   } catch (const Json::exception&) {
