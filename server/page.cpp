@@ -380,6 +380,10 @@ constexpr std::string_view kScript = R"page(
   }
   function scheduleScaling(body) {
     clearTimeout(state.scalingTimer);
+    // The ladder on screen belongs to the previous configuration: say so until this one's arrives.
+    state.lastScaling = null;
+    $('scaling-pending').classList.remove('hidden');
+    $('chart-scaling').style.opacity = 0.2;
     state.scalingTimer = setTimeout(function () {
       if (state.scalingInflight) state.scalingInflight.abort();
       var ctrl = state.scalingInflight = new AbortController();
@@ -519,6 +523,7 @@ constexpr std::string_view kScript = R"page(
   function drawScaling() {
     if (!hasCharts || !state.lastScaling) return;
     $('scaling-pending').classList.add('hidden');
+    $('chart-scaling').style.opacity = 1;
     var rungs = state.lastScaling.rungs.filter(function (r) { return !r.error; });
     var here = state.lastScaling.scenario_nodes;
     makeChart('chart-scaling', { type: 'bar',
