@@ -46,7 +46,14 @@ Json profiles_to_json(const hwprofiles::ProfileSet& p) {
     prices.push_back({{"name", name}, {"kind", item.kind}, {"unit", item.unit}, {"usd", item.usd},
                       {"applies_to", item.applies_to}, {"date", item.date}, {"price_set", item.price_set},
                       {"source", item.source}});
-  return {{"nodes", nodes}, {"gpus", gpus}, {"networks", networks}, {"prices", prices}, {"price_sets", p.price_sets}};
+  Json stacks = Json::array();
+  for (const auto& [name, st] : p.stacks) {
+    Json families = Json::array();
+    for (const auto& entry : st.fits) families.push_back(entry.first);
+    stacks.push_back({{"name", name}, {"description", st.description}, {"fuses", st.fuses}, {"fitted_families", families}});
+  }
+  return {{"nodes", nodes},   {"gpus", gpus},         {"networks", networks}, {"stacks", stacks},
+          {"prices", prices}, {"price_sets", p.price_sets}};
 }
 
 Json scenarios_to_json(const hwprofiles::ProfileSet& profiles) {

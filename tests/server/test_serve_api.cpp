@@ -291,6 +291,11 @@ TEST_CASE("GET routes, an unknown route, and a foreign Host header") {
   const Answer profiles = get("/api/profiles");
   CHECK(profiles.status == 200);
   CHECK(profiles.body.at("networks").size() >= 9);
+  // Every shipped stack (hwprofiles/stacks), with the GPU families it was fitted on (docs/stacks.md).
+  bool ngc19 = false;
+  for (const auto& st : profiles.body.at("stacks"))
+    if (st.at("name") == "pytorch-apex-ngc19.07") ngc19 = !st.at("fitted_families").empty();
+  CHECK(ngc19);
   const Answer missing = get("/api/nothing");
   CHECK(missing.status == 404);
   CHECK(missing.body.value("error", "").rfind("no such page or method: GET /api/nothing", 0) == 0);
