@@ -119,14 +119,8 @@ void check_identifiable(const sim::ClusterConfig& config, sim::CollectiveKind ki
 }  // namespace
 
 sim::CollectiveResult simulate_benchmark(const sim::ClusterConfig& config, sim::CollectiveKind kind, double bytes) {
-  sim::CollectiveSpec spec;
-  spec.kind = kind;
-  spec.algorithm = config.data_parallel_algorithm;
-  spec.bytes = bytes;
-  for (int r = 0; r < config.gpu_count(); ++r) spec.ranks.push_back(r);
-  spec.channels = config.effective_channels();
-  spec.mode = config.mode;
-  return sim::simulate_collective(config.cluster, spec);
+  return sim::simulate_collective(config.cluster,
+                                  sim::whole_cluster_collective(config, kind, config.data_parallel_algorithm, bytes));
 }
 
 NetworkFit fit_network(const sim::ClusterConfig& config, sim::CollectiveKind kind, const std::vector<NcclTestsRow>& rows) {

@@ -32,18 +32,6 @@ double rounded_size(double bytes, const CollectiveTableSpec& s, int ranks) {
   return std::floor(bytes / unit) * unit;
 }
 
-sim::CollectiveSpec collective_spec(const CollectiveTableSpec& s, double bytes, int ranks) {
-  sim::CollectiveSpec c;
-  c.kind = s.kind;
-  c.algorithm = s.algorithm;
-  c.bytes = bytes;
-  for (int r = 0; r < ranks; ++r) c.ranks.push_back(r);
-  if (s.kind == sim::CollectiveKind::send_recv) c.ranks = {0, ranks - 1};
-  c.channels = s.config.effective_channels();
-  c.mode = s.config.mode;
-  return c;
-}
-
 std::string gbps(double bytes_per_second) { return fmt::format("{:.2f}", bytes_per_second / 1e9); }
 
 }  // namespace
@@ -121,7 +109,8 @@ CollectiveTable predict_collective_table(const CollectiveTableSpec& s) {
   for (double size = s.min_bytes; size <= s.max_bytes * (1 + 1e-12); size *= s.step_factor) {
     const double bytes = rounded_size(size, s, table.ranks);
     if (bytes <= 0) continue;
-    const sim::CollectiveResult r = sim::simulate_collective(s.config.cluster, collective_spec(s, bytes, table.ranks));
+    const sim::CollectiveResult r = sim::simulate_collective(
+        s.config.cluster, sim::whole_cluster_collective(s.config, s.kind, s.algorithm, bytes));
     CollectiveRow row;
     row.bytes = bytes;
     row.count = static_cast<int64_t>(bytes / s.element_bytes);

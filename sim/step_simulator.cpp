@@ -80,10 +80,7 @@ class StepRun {
     }
   }
 
-  int channels() const {
-    if (c_.channels > 0) return c_.channels;
-    return std::max(2, c_.cluster.node.nics_per_node);
-  }
+  int channels() const { return c_.effective_channels(); }
 
   // ZeRO's reduce-scatters and all-gathers run as rings (NCCL's only algorithm for them).
   static CollectiveKind collective_kind(models::OpKind kind) {
@@ -320,6 +317,21 @@ class StepRun {
 StepSimulation simulate_step(const models::TaskGraph& graph, const ClusterConfig& config, bool record_timeline,
                              CollectiveCache* cache) {
   return StepRun(graph, config, record_timeline, cache).run();
+}
+
+CollectiveSpec whole_cluster_collective(const ClusterConfig& config, CollectiveKind kind, CollectiveAlgorithm algorithm,
+                                        double bytes) {
+  CollectiveSpec c;
+  c.kind = kind;
+  c.algorithm = algorithm;
+  c.bytes = bytes;
+  const int ranks = config.gpu_count();
+  if (kind == CollectiveKind::send_recv) c.ranks = {0, ranks - 1};
+  else
+    for (int r = 0; r < ranks; ++r) c.ranks.push_back(r);
+  c.channels = config.effective_channels();
+  c.mode = config.mode;
+  return c;
 }
 
 }  // namespace ptsim::sim

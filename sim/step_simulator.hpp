@@ -81,4 +81,10 @@ class CollectiveCache;
 StepSimulation simulate_step(const models::TaskGraph& graph, const ClusterConfig& config, bool record_timeline = false,
                              CollectiveCache* cache = nullptr);
 
+// One collective over every GPU of the cluster in rank order, as a benchmark runs it (nccl-tests, `ptsim
+// collective`, `ptsim calibrate nccl-tests`): channels and mode from `config`; send_recv goes from the first
+// rank to the last.
+CollectiveSpec whole_cluster_collective(const ClusterConfig& config, CollectiveKind kind, CollectiveAlgorithm algorithm,
+                                        double bytes);
+
 }  // namespace ptsim::sim

@@ -53,6 +53,22 @@ const char* kFourRanks = R"(# nThread 1 nGpus 1 minBytes 8 maxBytes 1024 step: 2
 # Avg bus bandwidth    : 0.0175
 )";
 
+// Fits `shipped` to the table `ptsim collective` prints for `measured` (the same cluster with other network
+// values) over min_bytes..max_bytes by step_factor, written to a file as a benchmark's output would be.
+calibration::NcclTestsCalibration fit_simulated_table(const sim::ClusterConfig& shipped, const sim::ClusterConfig& measured,
+                                                      double min_bytes, double max_bytes, double step_factor) {
+  reports::CollectiveTableSpec spec;
+  spec.config = measured;
+  spec.min_bytes = min_bytes;
+  spec.max_bytes = max_bytes;
+  spec.step_factor = step_factor;
+  const auto path = std::filesystem::temp_directory_path() / "ptsim_test_nccl_tests_table.txt";
+  std::ofstream(path) << reports::collective_table_to_text(reports::predict_collective_table(spec));
+  const auto c = calibration::calibrate_nccl_tests(path.string(), shipped, sim::CollectiveKind::all_reduce);
+  std::filesystem::remove(path);
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("the posted nccl-tests excerpt: five rows, both column groups, and nccl-tests' own average") {
@@ -126,17 +142,10 @@ TEST_CASE("the fit recovers the latency and achieved fraction a table was simula
   const sim::ClusterConfig shipped =
       reports::resolve_benchmark_cluster({"dgx-1", 2, 8, "ib-edr", 0}, profiles, "test");
   // "Measured": the simulator's own table with a latency and a fraction unlike the shipped profile's.
-  reports::CollectiveTableSpec spec;
-  spec.config = shipped;
-  spec.config.cluster.network.latency_seconds = 6e-6;
-  spec.config.cluster.network.achieved_fraction = 0.63;
-  spec.min_bytes = 8;
-  spec.max_bytes = 1 << 30;
-  spec.step_factor = 4;
-  const auto path = std::filesystem::temp_directory_path() / "ptsim_test_nccl_tests_fit.txt";
-  std::ofstream(path) << reports::collective_table_to_text(reports::predict_collective_table(spec));
-  const auto c = calibration::calibrate_nccl_tests(path.string(), shipped, sim::CollectiveKind::all_reduce);
-  std::filesystem::remove(path);
+  sim::ClusterConfig measured = shipped;
+  measured.cluster.network.latency_seconds = 6e-6;
+  measured.cluster.network.achieved_fraction = 0.63;
+  const auto c = fit_simulated_table(shipped, measured, 8, 1 << 30, 4);
   // The table prints times to 0.01 us, so the data carry ~1e-4 relative rounding at 8 bytes; Nelder–Mead stops
   // when the objective's spread is 1e-10. Both parameters come back within 1%.
   CHECK(c.fit.latency_after_seconds == doctest::Approx(6e-6).epsilon(0.01));
@@ -165,16 +174,9 @@ TEST_CASE("a parameter the rows cannot determine keeps its shipped value, and th
       reports::resolve_benchmark_cluster({"t4-8x-pcie", 2, 1, "10gbe-tcp", 0}, profiles, "test");
   // Two ranks over 10 GbE at 256 MiB..1 GiB: ~0.2-0.9 s of transfer each, where even 10× the 30 us latency
   // moves the time by well under 5%; the bandwidth is the only thing these rows measure.
-  reports::CollectiveTableSpec spec;
-  spec.config = shipped;
-  spec.config.cluster.network.achieved_fraction = 0.5;
-  spec.min_bytes = 256 << 20;
-  spec.max_bytes = 1 << 30;
-  spec.step_factor = 2;
-  const auto path = std::filesystem::temp_directory_path() / "ptsim_test_nccl_tests_large.txt";
-  std::ofstream(path) << reports::collective_table_to_text(reports::predict_collective_table(spec));
-  const auto c = calibration::calibrate_nccl_tests(path.string(), shipped, sim::CollectiveKind::all_reduce);
-  std::filesystem::remove(path);
+  sim::ClusterConfig measured = shipped;
+  measured.cluster.network.achieved_fraction = 0.5;
+  const auto c = fit_simulated_table(shipped, measured, 256 << 20, 1 << 30, 2);
   CHECK_FALSE(c.fit.latency_fitted);
   CHECK(c.fit.fraction_fitted);
   CHECK(c.fit.latency_after_seconds == shipped.cluster.network.latency_seconds);

@@ -1,4 +1,5 @@
-// tests/support/run_command.hpp — run the built `ptsim` binary from a test and capture its output.
+// tests/support/run_command.hpp — run a shell command (or the built `ptsim` binary) from a test and capture
+// its output.
 // PTSIM_BINARY is set by tests/meson.build to the path of the built executable.
 #pragma once
 #include <array>
@@ -10,13 +11,11 @@ namespace ptsim::test {
 
 struct CommandResult {
   int exit_code = -1;
-  std::string output;  // stdout and stderr together
+  std::string output;
 };
 
-// `args` is appended to the binary path verbatim (quote what needs quoting); `env` ("NAME=value …", for
-// the shell) goes before it.
-inline CommandResult run_ptsim(const std::string& args, const std::string& env = "") {
-  std::string command = (env.empty() ? "" : env + " ") + std::string(PTSIM_BINARY) + " " + args + " 2>&1";
+// Runs `command` through the shell; `output` is its standard output (append 2>&1 for stderr too).
+inline CommandResult run_command(const std::string& command) {
   CommandResult result;
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return result;
@@ -26,6 +25,12 @@ inline CommandResult run_ptsim(const std::string& args, const std::string& env =
   int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+// `args` is appended to the binary path verbatim (quote what needs quoting); `env` ("NAME=value …", for
+// the shell) goes before it. Output is stdout and stderr together.
+inline CommandResult run_ptsim(const std::string& args, const std::string& env = "") {
+  return run_command((env.empty() ? "" : env + " ") + std::string(PTSIM_BINARY) + " " + args + " 2>&1");
 }
 
 }  // namespace ptsim::test

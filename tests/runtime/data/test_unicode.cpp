@@ -5,7 +5,6 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -15,6 +14,7 @@
 
 #include "runtime/data/tokenizer.hpp"
 #include "runtime/data/unicode_text.hpp"
+#include "tests/support/run_command.hpp"
 
 using namespace ptsim::runtime::data;
 using Tokens = std::vector<std::string>;
@@ -32,25 +32,11 @@ std::u32string parse_code_points(const std::string& field) {
   return out;
 }
 
-// Runs `command` and calls on_line for each line of its standard output; returns its exit status.
+// Calls on_line for each line of `text`.
 template <typename OnLine>
-int for_each_output_line(const std::string& command, OnLine on_line) {
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE_MESSAGE(pipe != nullptr, "cannot run: " << command);
-  char buffer[1 << 16];
-  std::string pending;
-  size_t got = 0;
-  while ((got = fread(buffer, 1, sizeof buffer, pipe)) > 0) {
-    pending.append(buffer, got);
-    size_t start = 0, end = 0;
-    while ((end = pending.find('\n', start)) != std::string::npos) {
-      on_line(pending.substr(start, end - start));
-      start = end + 1;
-    }
-    pending.erase(0, start);
-  }
-  if (!pending.empty()) on_line(pending);
-  return pclose(pipe);
+void for_each_line(const std::string& text, OnLine on_line) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) on_line(line);
 }
 
 std::string project_root() {
@@ -100,21 +86,21 @@ TEST_CASE("nfd equals Unicode's NormalizationTest.txt (c3 = NFD(c1) = NFD(c2) = 
   const std::string path = "/usr/share/unicode/NormalizationTest.txt.bz2";
   REQUIRE_MESSAGE(std::ifstream(path).good(), path << " is missing: install Debian's unicode-data (tools/bootstrap.sh does)");
   int checked = 0, failures = 0;
-  const int status = for_each_output_line(
-      fmt::format("python3 -c \"import bz2,sys; sys.stdout.buffer.write(bz2.open(sys.argv[1]).read())\" '{}'", path),
-      [&](const std::string& line) {
-        if (line.empty() || line[0] == '#' || line[0] == '@') return;
-        std::vector<std::u32string> c;
-        std::istringstream fields(line);
-        std::string field;
-        for (int i = 0; i < 5 && std::getline(fields, field, ';'); ++i) c.push_back(parse_code_points(field));
-        REQUIRE(c.size() == 5);
-        const bool ok = nfd(c[0]) == c[2] && nfd(c[1]) == c[2] && nfd(c[2]) == c[2] && nfd(c[3]) == c[4] &&
-                        nfd(c[4]) == c[4];
-        if (!ok && ++failures <= 5) MESSAGE("NFD differs on: " << line);
-        ++checked;
-      });
-  CHECK(status == 0);
+  const auto file = ptsim::test::run_command(
+      fmt::format("python3 -c \"import bz2,sys; sys.stdout.buffer.write(bz2.open(sys.argv[1]).read())\" '{}'", path));
+  for_each_line(file.output, [&](const std::string& line) {
+    if (line.empty() || line[0] == '#' || line[0] == '@') return;
+    std::vector<std::u32string> c;
+    std::istringstream fields(line);
+    std::string field;
+    for (int i = 0; i < 5 && std::getline(fields, field, ';'); ++i) c.push_back(parse_code_points(field));
+    REQUIRE(c.size() == 5);
+    const bool ok = nfd(c[0]) == c[2] && nfd(c[1]) == c[2] && nfd(c[2]) == c[2] && nfd(c[3]) == c[4] &&
+                    nfd(c[4]) == c[4];
+    if (!ok && ++failures <= 5) MESSAGE("NFD differs on: " << line);
+    ++checked;
+  });
+  CHECK(file.exit_code == 0);
   CHECK(failures == 0);
   CHECK(checked > 19000);  // Unicode 15's file has 19,000+ test lines; fewer means it was not read
 }
@@ -125,7 +111,8 @@ TEST_CASE("every assigned code point tokenizes as BERT's BasicTokenizer in Pytho
       "python3 '{}/tests/runtime/data/reference_basic_tokenizer.py' --every-code-point", project_root());
   int compared = 0, differing = 0;
   std::vector<std::string> examples;
-  const int status = for_each_output_line(command, [&](const std::string& line) {
+  const auto reference = ptsim::test::run_command(command);
+  for_each_line(reference.output, [&](const std::string& line) {
     const auto row = nlohmann::json::parse(line);
     if (!row.contains("cp")) return;  // the header line with Python's Unicode version
     const Tokens expected = row.at("out").get<Tokens>();
@@ -135,7 +122,7 @@ TEST_CASE("every assigned code point tokenizes as BERT's BasicTokenizer in Pytho
       examples.push_back(fmt::format("U+{:04X}: ptsim [{}] vs Python [{}]", row.at("cp").get<uint32_t>(),
                                      fmt::join(actual, " "), fmt::join(expected, " ")));
   });
-  CHECK(status == 0);
+  CHECK(reference.exit_code == 0);
   for (const auto& e : examples) MESSAGE(e);
   // Python 3.11's unicodedata is Unicode 14, utf8proc's is 15: the script lists only code points assigned in
   // 14, and no code point's category, lower-casing or decomposition that BERT reads changed from 14 to 15.
