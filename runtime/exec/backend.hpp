@@ -50,7 +50,7 @@ class Backend {
   // Opaque to the caller, who may pass it back to this backend only.
   virtual void* kernel_address(const DeviceSpan& span) = 0;
   // True when kernel_address() is ordinary host memory that host code may read and write after
-  // synchronize() (the CPU backend): the MPI communicator and the CPU optimizer use it directly.
+  // synchronize() (the CPU backend): the MPI communicator reduces it in place.
   virtual bool host_addressable() const = 0;
   // src (span.bytes bytes of host memory) → span; span → dst. Both complete before returning (copy_to_host
   // waits for the compute stream's queued work first).

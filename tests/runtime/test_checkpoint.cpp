@@ -183,7 +183,7 @@ TEST_CASE("corrupt or mismatched checkpoints are input errors naming the file") 
   { std::ofstream(model, std::ios::binary | std::ios::trunc) << bytes; }
   const Checkpoint c = load_checkpoint(step_dir);
   std::vector<float> small(3);
-  const CheckpointTensorTarget wrong_size[] = {{"enc.w", small}, {"enc.b", m.b}};
+  const CheckpointTensorTarget wrong_size[] = {{"enc.w", small, {}}, {"enc.b", m.b, {}}};
   CHECK_THROWS_WITH_AS(restore_tensors(c, wrong_size), doctest::Contains("'enc.w' has 6 elements, the model expects 3"),
                        InputError);
   const CheckpointTensorTarget missing[] = {{"enc.w", m.w, {2, 3}}};

@@ -152,14 +152,3 @@ TEST_CASE("mpi: bucket all-reduces overlapped with backward give the same bits a
   for (size_t at = ops.find("\"all_reduce\""); at != std::string::npos; at = ops.find("\"all_reduce\"", at + 1)) ++buckets;
   CHECK_MESSAGE(buckets > 1, ops.substr(0, 400));
 }
-
-TEST_CASE("mpi: --no-comm-overlap and --bucket-mib need data parallelism") {
-  const TinySetup s = make_tiny_setup("mpi_overlap_flags");
-  for (const char* flag : {"--no-comm-overlap", "--bucket-mib 1"}) {
-    CAPTURE(flag);
-    const auto r = run_shell(std::string(PTSIM_BINARY) + " train --model " + quote(s.model) + " --data " + quote(s.data) +
-                             " --steps 1 --quiet " + flag);
-    CHECK(r.exit_code == 2);
-    CHECK_MESSAGE(r.output.find("applies to data-parallel runs") != std::string::npos, r.output);
-  }
-}
