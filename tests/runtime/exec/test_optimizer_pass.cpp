@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -188,11 +189,18 @@ TEST_CASE("bert-tiny: the backend optimizer pass equals the host-pointer optimiz
     }
     auto opt = make_optimizer(ex.backend(), config, ex.param_slots());
     const double lrs[] = {1e-3, 2e-3, 5e-4};  // three steps: bias correction moves with t
+    double backend_seconds = 0, old_seconds = 0;  // reported, not checked (a shared machine's times vary)
     for (double lr : lrs) {
+      const auto t0 = std::chrono::steady_clock::now();
       ex.run_step_tail(nullptr, opt.get(), lr);
+      const auto t1 = std::chrono::steady_clock::now();
       REQUIRE_FALSE(ex.last_step_skipped());
       old.step(lr, ex.last_grad_norm());
+      backend_seconds += std::chrono::duration<double>(t1 - t0).count();
+      old_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
     }
+    MESSAGE(std::string(ptsim::models::to_string(kind)) << ": step tail (norm + backend pass) " << backend_seconds / 3 * 1e3
+            << " ms, host-pointer oracle (one thread) " << old_seconds / 3 * 1e3 << " ms per step");
     // bert-tiny's gradient norm at init is far above 0.5 (MESSAGE below), so the clip divisor is an input too.
     MESSAGE(std::string(ptsim::models::to_string(kind)) << ": gradient norm " << ex.last_grad_norm() << ", clip divisor "
             << opt->last_clip_divisor());
