@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "core/checked_math.hpp"  // defines: check_range, ranges::bucket_mib
 #include "core/error.hpp"
 #include "runtime/comm/mpi_communicator.hpp"
 #include "runtime/comm/single_process_communicator.hpp"
@@ -60,7 +61,7 @@ int run_train_command(int argc, char** argv) {
   std::string optimizer = "lamb";
   std::string precision = "fp32";
   std::string schedule = "poly";
-  bool no_dropout = false, no_clipping = false, no_shuffle = false, quiet = false;
+  bool no_dropout = false, no_clipping = false, no_shuffle = false, quiet = false, no_comm_overlap = false;
   app.add_option("--backend", backend, "cpu | cuda (cuda: builds with the CUDA backend only)")->capture_default_str();
   app.add_option("--model", c.model, "built-in model name or JSON path; vocab_size is taken from the data")
       ->capture_default_str();
@@ -95,6 +96,11 @@ int run_train_command(int argc, char** argv) {
   app.add_option("--progress-every", c.progress_every, "progress line every N steps (0: none)")->capture_default_str();
   app.add_flag("--no-dropout", no_dropout, "build the graph without dropout (exact comparisons)");
   app.add_flag("--no-clipping", no_clipping, "no global-norm gradient clipping");
+  app.add_option("--bucket-mib", c.bucket_mib, "data parallel: gradient all-reduce bucket size in MiB")
+      ->capture_default_str();
+  app.add_flag("--no-comm-overlap", no_comm_overlap,
+               "data parallel: all-reduce the gradient buckets after backward, not during it (--op-times then "
+               "gives each all-reduce's whole time)");
   app.add_flag("--no-shuffle", no_shuffle, "read instances in dataset order (no per-epoch permutation)");
   app.add_flag("--quiet", quiet, "no progress lines");
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
@@ -129,6 +135,16 @@ int run_train_command(int argc, char** argv) {
                            "(install libopenmpi-dev and rebuild; or set PTSIM_IGNORE_MPI=1 to run independent copies)");
 #endif
   if (!comm) comm = std::make_unique<runtime::SingleProcessCommunicator>();
+  if (no_comm_overlap && comm->size() == 1)
+    throw core::InputError("ptsim train: --no-comm-overlap applies to data-parallel runs (mpirun -np N, N > 1); "
+                           "with one rank there is no gradient all-reduce");
+  c.comm_overlap = !no_comm_overlap;
+  if (app.count("--bucket-mib") > 0) {
+    if (comm->size() == 1)
+      throw core::InputError("ptsim train: --bucket-mib applies to data-parallel runs (mpirun -np N, N > 1); with one "
+                             "rank there is no gradient all-reduce");
+    core::check_range(c.bucket_mib, core::ranges::bucket_mib, "ptsim train: --bucket-mib");
+  }
   if (c.threads == 0) c.threads = default_threads(comm->size());
 
   runtime::install_stop_signal_handlers();

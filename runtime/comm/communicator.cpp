@@ -1,5 +1,6 @@
 // runtime/comm/communicator.cpp — the default all-reduce of backend memory: host-memory collectives on the
-// backend's buffers (in place where they are host memory, else staged through a host copy).
+// backend's buffers (in place where they are host memory, else staged through a host copy); its
+// non-blocking form defaults to the blocking one.
 #include "runtime/comm/communicator.hpp"
 
 #include <vector>
@@ -29,5 +30,13 @@ void Communicator::all_reduce_sum(Backend& backend, const DeviceSpan& data, Comp
   if (type == ComputeType::f64) reduce_span<double>(*this, backend, data);
   else reduce_span<float>(*this, backend, data);
 }
+
+CommRequest Communicator::start_all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType type,
+                                               Stream stream) {
+  all_reduce_sum(backend, data, type, stream);
+  return CommRequest{0};  // already complete
+}
+
+void Communicator::wait(CommRequest) {}
 
 }  // namespace ptsim::runtime

@@ -2,6 +2,7 @@
 // Implementations: SingleProcessCommunicator (size 1), MpiCommunicator (runtime/comm/mpi_communicator.*,
 // when built with MPI); an NCCL one comes with the CUDA backend and overrides the backend-span all-reduce.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <span>
 
@@ -10,6 +11,12 @@
 namespace ptsim::runtime {
 
 class Backend;  // runtime/exec/backend.hpp
+
+// A collective started by Communicator::start_all_reduce_sum and not yet waited for. id < 0: none.
+struct CommRequest {
+  int32_t id = -1;
+  bool valid() const { return id >= 0; }
+};
 
 class Communicator {
  public:
@@ -27,6 +34,17 @@ class Communicator {
   // through a host copy; it returns when the sum is done. An NCCL communicator overrides it to enqueue
   // ncclAllReduce on `stream` and return at once.
   virtual void all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType type, Stream stream);
+  // The same sum, non-blocking: started now (after the work queued on `stream`), finished by wait(). `data`
+  // must not be read or written until wait(request) has returned; every request is waited for exactly once.
+  // Results are those of all_reduce_sum. The executor starts each gradient bucket's sum from the last
+  // micro-step's backward, as soon as the bucket's last gradient is written, and waits in the step tail.
+  // This default runs the blocking all_reduce_sum at once (wait is then a no-op); MPI overrides both with
+  // MPI_Iallreduce / MPI_Wait, NCCL would enqueue on `stream` and make wait a stream dependency.
+  virtual CommRequest start_all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType type, Stream stream);
+  virtual void wait(CommRequest request);
+  // Lets started collectives advance (MPI progresses non-blocking collectives only inside MPI calls): the
+  // executor calls it between the ops of backward while any is in flight. Default: nothing to do.
+  virtual void progress() {}
   virtual void barrier() = 0;
 };
 

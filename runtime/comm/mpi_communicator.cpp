@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -17,6 +18,8 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 #endif
+
+#include "runtime/exec/backend.hpp"
 
 namespace ptsim::runtime {
 
@@ -44,7 +47,29 @@ void all_reduce_in_place(std::span<T> data, MPI_Datatype type) {
   }
 }
 
+// MPI_Iallreduce in place over chunks of at most INT_MAX elements; one request per chunk.
+template <class T>
+void start_in_place(T* data, size_t count, MPI_Datatype type, std::vector<MPI_Request>& requests) {
+  for (size_t done = 0; done < count;) {
+    const size_t n = std::min<size_t>(count - done, static_cast<size_t>(INT_MAX));
+    requests.emplace_back();
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data + done, static_cast<int>(n), type, MPI_SUM, MPI_COMM_WORLD,
+                             &requests.back()),
+              "MPI_Iallreduce");
+    done += n;
+  }
+}
+
 }  // namespace
+
+// A started collective: its MPI requests and, for a backend that is not host-addressable, the host copy it
+// reduces (copied back to `span` in wait).
+struct MpiCommunicator::Pending {
+  std::vector<MPI_Request> requests;
+  std::vector<std::byte> host;
+  Backend* backend = nullptr;
+  DeviceSpan span;
+};
 
 MpiSession::MpiSession() {
   int initialized = 0;
@@ -83,6 +108,55 @@ void MpiSession::abort(int code) {
 MpiCommunicator::MpiCommunicator() {
   check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  // A request left behind (an exception between start and wait) must finish before its memory goes.
+  for (auto& p : pending_)
+    if (p) MPI_Waitall(static_cast<int>(p->requests.size()), p->requests.data(), MPI_STATUSES_IGNORE);
+}
+
+CommRequest MpiCommunicator::start_all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType type,
+                                                  Stream stream) {
+  backend.synchronize(stream);  // the host collective reads the memory from now on
+  auto p = std::make_unique<Pending>();
+  std::byte* bytes = nullptr;
+  if (backend.host_addressable()) {
+    bytes = static_cast<std::byte*>(backend.kernel_address(data));
+  } else {
+    p->host.resize(data.bytes);
+    backend.copy_to_host(p->host.data(), data);
+    p->backend = &backend;
+    p->span = data;
+    bytes = p->host.data();
+  }
+  if (type == ComputeType::f64)
+    start_in_place(reinterpret_cast<double*>(bytes), data.bytes / sizeof(double), MPI_DOUBLE, p->requests);
+  else
+    start_in_place(reinterpret_cast<float*>(bytes), data.bytes / sizeof(float), MPI_FLOAT, p->requests);
+  pending_.push_back(std::move(p));
+  return CommRequest{static_cast<int32_t>(pending_.size() - 1)};
+}
+
+void MpiCommunicator::wait(CommRequest request) {
+  const auto id = static_cast<size_t>(request.id);
+  if (!request.valid() || id >= pending_.size() || !pending_[id])
+    throw std::logic_error(fmt::format("MpiCommunicator::wait: request {} was not started or was waited for already",
+                                       request.id));
+  std::unique_ptr<Pending> p = std::move(pending_[id]);
+  check_mpi(MPI_Waitall(static_cast<int>(p->requests.size()), p->requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  if (p->backend) p->backend->copy_to_device(p->span, p->host.data());
+  // Ids are indices: once nothing is in flight the table starts over (one step's buckets at a time).
+  if (std::all_of(pending_.begin(), pending_.end(), [](const auto& q) { return !q; })) pending_.clear();
+}
+
+void MpiCommunicator::progress() {
+  for (auto& p : pending_) {
+    if (!p) continue;
+    int done = 0;
+    check_mpi(MPI_Testall(static_cast<int>(p->requests.size()), p->requests.data(), &done, MPI_STATUSES_IGNORE),
+              "MPI_Testall");
+  }
 }
 
 void MpiCommunicator::all_reduce_sum(std::span<float> data) { all_reduce_in_place(data, MPI_FLOAT); }

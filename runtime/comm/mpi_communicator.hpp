@@ -1,11 +1,12 @@
 // runtime/comm/mpi_communicator.hpp — data-parallel collectives over MPI (MPI_COMM_WORLD).
 // MpiSession owns MPI_Init_thread/MPI_Finalize (RAII, one per process); MpiCommunicator sums buffers in
-// place with MPI_Allreduce (MPI_IN_PLACE, MPI_FLOAT / MPI_DOUBLE, MPI_SUM).
+// place with MPI_Allreduce (MPI_IN_PLACE, MPI_FLOAT / MPI_DOUBLE, MPI_SUM), or without blocking with
+// MPI_Iallreduce (the gradient buckets the executor starts during backward; progress() is MPI_Testall).
 // Compiled only when ptsim is built with MPI (PTSIM_HAVE_MPI; meson option `mpi`).
-// Not here: non-blocking collectives overlapped with backward (the executor calls one blocking all-reduce
-// per gradient bucket), NCCL (comes with the CUDA backend), sub-communicators for tensor parallelism.
+// Not here: NCCL (comes with the CUDA backend), sub-communicators for tensor parallelism.
 #pragma once
 #include <cstdlib>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -48,19 +49,28 @@ class MpiSession {
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator();
+  ~MpiCommunicator() override;
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   using Communicator::all_reduce_sum;  // the backend-span form: the host path over these
   void all_reduce_sum(std::span<float> data) override;
   void all_reduce_sum(std::span<double> data) override;
+  // MPI_Iallreduce in place on host-addressable backend memory (through a host copy otherwise, copied
+  // back in wait). For 2 ranks the sum is a + b whatever the algorithm, so it equals the blocking one to
+  // the bit; for more ranks Open MPI's non-blocking algorithms may add in another order.
+  CommRequest start_all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType type, Stream stream) override;
+  void wait(CommRequest request) override;
+  void progress() override;
   void barrier() override;
   // Every rank's `mine`, in rank order, on rank 0 (other ranks get an empty list). For results of
   // different sizes per rank (the sweep's slices); each rank's text must be under 2 GiB.
   std::vector<std::string> gather_strings_to_root(const std::string& mine);
 
  private:
+  struct Pending;  // one started collective (mpi_communicator.cpp)
   int rank_ = 0;
   int size_ = 1;
+  std::vector<std::unique_ptr<Pending>> pending_;  // [request id]; null once waited for
 };
 
 #endif  // PTSIM_HAVE_MPI

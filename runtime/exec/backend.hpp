@@ -6,8 +6,10 @@
 // copy_to_device / copy_to_host. Implementations: the CPU backend (cpu_device.* + cpu_backend.*, float or
 // double); a CUDA backend implements the same interface on device memory. What a new backend must
 // implement: docs/executor.md, "The device seam".
-// Not here: collectives (runtime/comm/communicator.hpp, which reduce backend spans), the optimizer maths
-// (runtime/optim/optimizer_math.hpp; the CPU optimizer runs it over the host-addressable buffers).
+// The optimizer is a backend operation too (optimizer_step: one multi-tensor update over backend buffers,
+// the moments in buffers this backend allocated); its per-element maths is runtime/optim/optimizer_math.hpp.
+// Not here: collectives (runtime/comm/communicator.hpp, which reduce backend spans), the optimizer's host
+// driver (step counter, clipping, state save/restore: runtime/optim/optimizer.hpp).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -15,6 +17,7 @@
 
 #include "models/task_graph.hpp"
 #include "runtime/exec/device_types.hpp"
+#include "runtime/optim/optimizer_math.hpp"  // defines: Hyperparameters, StepInputs
 
 namespace ptsim::runtime {
 
@@ -23,6 +26,14 @@ struct OpContext {
   uint64_t seed = 0;
   int64_t step = 0;        // optimizer step
   int64_t micro_step = 0;  // micro-step within the optimizer step
+};
+
+// One parameter tensor of an optimizer step: n fp32 elements in each span (bytes = 4·n).
+struct OptimizerTensor {
+  DeviceSpan weight;    // the (master) weights, updated in place
+  DeviceSpan grad;      // the final gradient (unscaled, averaged over ranks), read only
+  DeviceSpan state[2];  // m and v (AdamW, LAMB, LANS); the momentum (SGD: state[0], state[1] unused)
+  bool decay = true;    // false: λ = 0 for this tensor
 };
 
 class Backend {
@@ -39,7 +50,7 @@ class Backend {
   // Opaque to the caller, who may pass it back to this backend only.
   virtual void* kernel_address(const DeviceSpan& span) = 0;
   // True when kernel_address() is ordinary host memory that host code may read and write after
-  // synchronize() (the CPU backend): the MPI communicator and the CPU optimizer use it directly.
+  // synchronize() (the CPU backend): the MPI communicator reduces it in place.
   virtual bool host_addressable() const = 0;
   // src (span.bytes bytes of host memory) → span; span → dst. Both complete before returning (copy_to_host
   // waits for the compute stream's queued work first).
@@ -76,6 +87,19 @@ class Backend {
   // Σ x² accumulated in double, in a fixed order (fixed-size chunks, partial sums added in chunk order),
   // so the result does not depend on threads or scheduling; returned through one small copy.
   virtual double sum_of_squares(const DeviceSpan& span) = 0;
+
+  // ---- optimizer (multi-tensor passes over fp32 buffers; contract: docs/executor.md, "The device seam") ----
+  // One update step of `hyper.rule` on `tensors`, with this step's learning rate, 1-based step t and clip
+  // divisor taken from `in` (nothing from earlier calls). Cut every tensor into chunks of
+  // cpu::kChunkElements elements from its first element; per-tensor norms are Σ over its chunks, in chunk
+  // order, of per-chunk double sums; trust ratios and step sizes per tensor in double, rounded to fp32;
+  // the element maths is optim_math's. Passes: AdamW, SGD one; LAMB two (moments + Σu², Σw²; apply);
+  // LANS three (Σg², Σw²; moments + Σ(r+λw)², Σ(c+λw)²; apply). On the compute stream.
+  // This default is the CPU reference (cpu_optimizer.hpp) run on host copies (copy_to_host, step,
+  // copy_to_device): correct, bit for bit, on any backend, and slow; a device backend overrides it with
+  // one kernel per pass (the CPU backend runs the reference in place).
+  virtual void optimizer_step(const optim_math::Hyperparameters& hyper, const optim_math::StepInputs& in,
+                              std::span<const OptimizerTensor> tensors);
 };
 
 // The reference backend: every op as a plain loop (OpenBLAS/Eigen for GEMMs) in float or double, on host

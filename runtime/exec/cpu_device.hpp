@@ -38,6 +38,9 @@ class CpuDevice : public Backend {
   void round_to_dtype(const DeviceSpan& span, models::DType dtype) override;
   void scale(const DeviceSpan& span, double factor) override;
   double sum_of_squares(const DeviceSpan& span) override;
+  // The CPU reference (cpu_optimizer.hpp) in place on these buffers, on threads() threads.
+  void optimizer_step(const optim_math::Hyperparameters& hyper, const optim_math::StepInputs& in,
+                      std::span<const OptimizerTensor> tensors) override;
 
   int threads() const { return threads_; }
 

@@ -84,6 +84,12 @@ struct Executor::Impl {
   Event bucket_ready, bucket_reduced;
   std::vector<double> seconds;
   std::vector<int> executions;
+  // Overlap (options.overlap_comm): per body position k, the all_reduce ops whose bucket is final once
+  // body_ops[k] has run in the last micro-step; per op id, the collective started for it and not yet waited.
+  std::vector<std::vector<int>> buckets_after;
+  std::vector<CommRequest> in_flight;
+  Communicator* in_flight_comm = nullptr;
+  int in_flight_count = 0;
   double last_norm = std::numeric_limits<double>::quiet_NaN();
   bool last_skipped = false;
 
@@ -106,6 +112,30 @@ struct Executor::Impl {
     for (size_t i = 0; i < graph.ops.size(); ++i) {
       op_start.push_back(backend->create_event());
       op_stop.push_back(backend->create_event());
+    }
+    place_bucket_starts();
+  }
+
+  // Where each bucket's all-reduce can start: after the last body op that writes one of its gradients
+  // (the graph's dependency edges into the all_reduce op say the same, and are included; the simulator
+  // starts the bucket there too). Only buckets that are one contiguous span (always, for the builder's
+  // graphs) are started early: the packed ones would share the staging buffer.
+  void place_bucket_starts() {
+    buckets_after.assign(body_ops.size(), {});
+    in_flight.assign(graph.ops.size(), CommRequest{});
+    std::vector<int> position(graph.ops.size(), -1);
+    for (size_t k = 0; k < body_ops.size(); ++k) position[static_cast<size_t>(body_ops[k])] = static_cast<int>(k);
+    std::vector<int> last_writer(graph.tensors.size(), -1);
+    for (size_t k = 0; k < body_ops.size(); ++k)
+      for (int out : graph.ops[static_cast<size_t>(body_ops[k])].outputs) last_writer[static_cast<size_t>(out)] = static_cast<int>(k);
+    for (int id : tail_ops) {
+      const Op& op = graph.ops[static_cast<size_t>(id)];
+      if (op.kind != OpKind::all_reduce || !contiguous(op.inputs) || body_ops.empty()) continue;
+      int ready = 0;
+      for (int t : op.inputs) ready = std::max(ready, last_writer[static_cast<size_t>(t)]);
+      for (auto [e, end] = boost::in_edges(static_cast<size_t>(id), graph.deps); e != end; ++e)
+        ready = std::max(ready, position[boost::source(*e, graph.deps)]);
+      buckets_after[static_cast<size_t>(ready)].push_back(id);
     }
   }
   ~Impl() {
@@ -174,7 +204,7 @@ struct Executor::Impl {
       const size_t bytes = storage_bytes(t);
       switch (t.role) {
         case TensorRole::weight: storage[t.id] = place(weights, w, bytes); break;
-        case TensorRole::gradient: storage[t.id] = place(gradients, g, bytes); break;
+        case TensorRole::gradient: break;  // below, in bucket order
         case TensorRole::input: storage[t.id] = place(inputs, in, bytes); break;
         case TensorRole::master_weight: storage[t.id] = place(masters, mw, bytes); break;
         case TensorRole::activation:
@@ -192,6 +222,7 @@ struct Executor::Impl {
         default: break;  // optimizer state (owned by the Optimizer)
       }
     }
+    for (int id : gradient_order()) storage[static_cast<size_t>(id)] = place(gradients, g, storage_bytes(graph.tensor(id)));
     allocate_scalars();
     op_inputs.resize(graph.ops.size());
     op_outputs.resize(graph.ops.size());
@@ -212,6 +243,25 @@ struct Executor::Impl {
       resolve(op.inputs, op_inputs[static_cast<size_t>(op.id)]);
       resolve(op.outputs, op_outputs[static_cast<size_t>(op.id)]);
     }
+  }
+
+  // The gradient tensors in the order they lie in the flat gradient buffer: each all_reduce bucket's
+  // gradients back to back, buckets in graph order (DDP's gradient-as-bucket-view layout), so every bucket is
+  // one span that can be all-reduced in place, also while backward runs; then any gradient in no bucket, in
+  // tensor order. Without data parallelism (no all_reduce ops): tensor order.
+  std::vector<int> gradient_order() const {
+    std::vector<int> order;
+    std::vector<char> placed(graph.tensors.size(), 0);
+    for (const Op& op : graph.ops)
+      if (op.kind == OpKind::all_reduce)
+        for (int id : op.inputs)
+          if (graph.tensor(id).role == TensorRole::gradient && !placed[static_cast<size_t>(id)]) {
+            placed[static_cast<size_t>(id)] = 1;
+            order.push_back(id);
+          }
+    for (const auto& t : graph.tensors)
+      if (t.role == TensorRole::gradient && !placed[static_cast<size_t>(t.id)]) order.push_back(t.id);
+    return order;
   }
 
   // One slot per kept scalar: the graph's loss and each cross_entropy op's loss output (each copied into the
@@ -305,18 +355,26 @@ struct Executor::Impl {
     }
   }
 
-  double run_micro_step(int64_t step, int64_t micro_step) {
+  double run_micro_step(int64_t step, int64_t micro_step, Communicator* comm) {
+    if (in_flight_count > 0)
+      throw std::logic_error("run_micro_step: bucket all-reduces of the last micro-step are still in flight; run the "
+                             "step tail (run_step_tail) first");
+    // The last micro-step of an optimizer step starts each bucket's all-reduce as soon as its gradients are
+    // final (data parallel only; the tail waits for them).
+    const bool overlap = comm && options.overlap_comm && micro_step == graph.micro_steps - 1 &&
+                         graph.recipe.data_parallel > 1;
+    if (overlap) check_communicator(*comm);
     if (micro_step == 0) backend->fill_zero(DeviceSpan::of(gradients));
     const OpContext context{options.seed, step, micro_step};
-    for (int id : body_ops) {
+    for (size_t k = 0; k < body_ops.size(); ++k) {
       if (options.stop_requested && options.stop_requested()) {
         flush_timings();
         throw MicroStepAbandoned();
       }
-      const Op& op = graph.ops[static_cast<size_t>(id)];
+      const Op& op = graph.ops[static_cast<size_t>(body_ops[k])];
       timed(op, [&] {
         try {
-          backend->run(graph, op, op_inputs[static_cast<size_t>(id)], op_outputs[static_cast<size_t>(id)], context);
+          backend->run(graph, op, op_inputs[static_cast<size_t>(op.id)], op_outputs[static_cast<size_t>(op.id)], context);
           round_outputs(op);
         } catch (const InputError& e) {
           throw InputError(fmt::format("op {} ({}): {}", op.name, models::to_string(op.kind), e.what()));
@@ -327,11 +385,31 @@ struct Executor::Impl {
         if (const int slot = scalar_slot[static_cast<size_t>(out)]; slot >= 0)
           backend->copy(scalar_span(slot), storage[static_cast<size_t>(out)]);
       if (options.after_op) options.after_op(op);
+      if (overlap) {
+        for (int bucket : buckets_after[k]) start_bucket(graph.ops[static_cast<size_t>(bucket)], *comm);
+        if (in_flight_count > 0) comm->progress();
+      }
     }
     read_scalars();
     flush_timings();
     const int loss_slot = graph.loss_tensor >= 0 ? scalar_slot[static_cast<size_t>(graph.loss_tensor)] : -1;
     return loss_slot >= 0 ? scalar_values[static_cast<size_t>(loss_slot)] : std::numeric_limits<double>::quiet_NaN();
+  }
+
+  void check_communicator(const Communicator& comm) const {
+    if (comm.size() != graph.recipe.data_parallel)
+      throw InputError(fmt::format("the communicator has {} ranks but the graph was built for data_parallel = {}: "
+                                   "build it with --data-parallel {}",
+                                   comm.size(), graph.recipe.data_parallel, comm.size()));
+  }
+
+  // Starts bucket `op`'s sum on the communication stream, after the compute stream's work so far.
+  void start_bucket(const Op& op, Communicator& comm) {
+    backend->record(bucket_ready, compute_stream);
+    backend->wait(comm_stream, bucket_ready);
+    in_flight[static_cast<size_t>(op.id)] = comm.start_all_reduce_sum(*backend, *contiguous(op.inputs), options.compute, comm_stream);
+    in_flight_comm = &comm;
+    ++in_flight_count;
   }
 
   // A 16-bit store of what the op wrote: the next reader sees exactly the values a GPU kernel that computes in
@@ -377,6 +455,17 @@ struct Executor::Impl {
   // the bucket's gradients are back to back in the flat gradient buffer (the usual case: buckets are runs of
   // parameters), else packed into a staging buffer and unpacked again. Then averaged over ranks.
   void all_reduce(const Op& op, Communicator& comm) {
+    if (CommRequest& started = in_flight[static_cast<size_t>(op.id)]; started.valid()) {  // started in backward
+      if (&comm != in_flight_comm)
+        throw std::logic_error("run_step_tail: the bucket all-reduces were started on another communicator");
+      comm.wait(started);
+      started = CommRequest{};
+      --in_flight_count;
+      backend->record(bucket_reduced, comm_stream);
+      backend->wait(compute_stream, bucket_reduced);
+      average(op, comm);
+      return;
+    }
     std::optional<DeviceSpan> whole = contiguous(op.inputs);
     size_t total = 0;
     if (!whole) {  // pack
@@ -403,21 +492,31 @@ struct Executor::Impl {
         at += span_of(id).bytes;
       }
     }
+    average(op, comm);
+  }
+  // The sum over ranks → the mean (gradients averaged, as DDP does).
+  void average(const Op& op, const Communicator& comm) {
     scale_tensors(op.inputs, 1.0 / comm.size());
     // NCCL reduces 16-bit gradients in their dtype: the averaged value is stored as f16/bf16 again.
     for (int id : op.inputs) backend->round_to_dtype(span_of(id), graph.tensor(id).dtype);
   }
 
+  // The optimizer runs on this executor's backend over its storage: slot i is graph.params[i]'s fp32 (master)
+  // weight and gradient, as param_slots() gives them.
   void check_slots(const Optimizer& optimizer) {
     const auto& slots = optimizer.slots();
+    if (&optimizer.backend() != backend.get())
+      throw std::invalid_argument("the optimizer was built on another backend: build it on Executor::backend()");
     if (slots.size() != graph.params.size())
       throw std::invalid_argument(fmt::format("optimizer has {} slots, the graph {} parameters: build it from "
                                               "Executor::param_slots()",
                                               slots.size(), graph.params.size()));
+    auto same = [](const DeviceSpan& a, const DeviceSpan& b) {
+      return a.buffer.id == b.buffer.id && a.offset == b.offset && a.bytes == b.bytes;
+    };
     for (size_t i = 0; i < slots.size(); ++i) {
       const models::Parameter& p = graph.params[i];
-      if (slots[i].weight != backend->kernel_address(span_of(p.master >= 0 ? p.master : p.weight)) ||
-          slots[i].grad != backend->kernel_address(span_of(p.gradient)) || slots[i].n != static_cast<size_t>(p.elements))
+      if (!same(slots[i].weight, span_of(p.master >= 0 ? p.master : p.weight)) || !same(slots[i].grad, span_of(p.gradient)))
         throw std::invalid_argument(fmt::format("optimizer slot {} ({}) does not point at the executor's storage of "
                                                 "{}: build the optimizer from Executor::param_slots()",
                                                 i, slots[i].name, p.name));
@@ -431,10 +530,9 @@ struct Executor::Impl {
     if (f64 && loss_scale != 1.0) throw InputError("loss scaling needs ComputeType::f32 (f64 is for gradient checks)");
     if (optimizer && f64)
       throw InputError("optimizer updates run in fp32: use ComputeType::f32 (f64 is for gradient checks)");
-    if (comm && comm->size() != graph.recipe.data_parallel)
-      throw InputError(fmt::format("the communicator has {} ranks but the graph was built for data_parallel = {}: "
-                                   "build it with --data-parallel {}",
-                                   comm->size(), graph.recipe.data_parallel, comm->size()));
+    if (comm) check_communicator(*comm);
+    if (in_flight_count > 0 && comm != in_flight_comm)
+      throw std::logic_error("run_step_tail: bucket all-reduces were started on a communicator; pass the same one");
     if (optimizer) check_slots(*optimizer);
     last_norm = std::numeric_limits<double>::quiet_NaN();
     last_skipped = false;
@@ -480,8 +578,7 @@ struct Executor::Impl {
                 last_skipped = true;
                 return;
               }
-              backend->synchronize(compute_stream);  // the host optimizer reads the gradients now
-              optimizer->step_begin(lr, last_norm);
+              optimizer->step_begin(lr, last_norm);  // its updates run on the backend's compute stream
               in_step = true;
             }
             std::vector<size_t> slots(op.attrs.params.begin(), op.attrs.params.end());
@@ -618,7 +715,9 @@ double Executor::scalar_output(int tensor_id) const {
 
 void Executor::zero_gradients() { impl_->backend->fill_zero(DeviceSpan::of(impl_->gradients)); }
 
-double Executor::run_micro_step(int64_t step, int64_t micro_step) { return impl_->run_micro_step(step, micro_step); }
+double Executor::run_micro_step(int64_t step, int64_t micro_step, Communicator* comm) {
+  return impl_->run_micro_step(step, micro_step, comm);
+}
 
 void Executor::run_step_tail(Communicator* comm, Optimizer* optimizer, double lr, double loss_scale) {
   impl_->run_step_tail(comm, optimizer, lr, loss_scale);
@@ -645,16 +744,12 @@ void Executor::reset_timers() {
 std::vector<ParamSlot> Executor::param_slots() {
   if (impl_->options.compute != ComputeType::f32)
     throw InputError("optimizer slots need f32 compute (ComputeType::f64 is for gradient checks)");
-  if (!impl_->backend->host_addressable())
-    throw InputError(fmt::format("the host optimizer needs host-addressable memory; backend {} runs its own",
-                                 impl_->backend->name()));
   std::vector<ParamSlot> slots;
   for (const models::Parameter& p : impl_->graph.params) {
     ParamSlot s;
     s.name = p.name;
-    // The optimizer updates the fp32 master in place: host memory of the CPU backend.
-    s.weight = static_cast<float*>(impl_->backend->kernel_address(impl_->span_of(p.master >= 0 ? p.master : p.weight)));
-    s.grad = static_cast<const float*>(impl_->backend->kernel_address(impl_->span_of(p.gradient)));
+    s.weight = impl_->span_of(p.master >= 0 ? p.master : p.weight);  // the fp32 master under bf16/fp16
+    s.grad = impl_->span_of(p.gradient);
     s.n = static_cast<size_t>(p.elements);
     s.decay = p.decay;
     slots.push_back(std::move(s));

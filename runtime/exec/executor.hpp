@@ -42,6 +42,12 @@ struct ExecutorOptions {
   // place): when it returns true, run_micro_step throws MicroStepAbandoned. Null: never polled. The
   // trainer passes its SIGINT/SIGTERM flag, so a long step stops within one op (docs/training.md).
   bool (*stop_requested)() = nullptr;
+  // Data parallel: the last micro-step of an optimizer step starts each gradient bucket's all-reduce as soon
+  // as the backward op writing its last gradient has run (when run_micro_step is given the communicator),
+  // and the step tail waits for it before the norm. The same bits either way (tested with 2 ranks). Off:
+  // every all-reduce runs whole in the tail, so its op time is the collective's full time, not the part
+  // left exposed after backward (docs/executor.md, "Overlapping the bucket all-reduces").
+  bool overlap_comm = true;
 };
 
 // Thrown by run_micro_step when options.stop_requested() became true between two ops. Only activations
@@ -95,8 +101,10 @@ class Executor {
   // One micro-step: forward, (recompute), backward. Inputs must have been filled via i32(...) / f32/f64(loss_grad).
   // Returns the loss (graph.loss_tensor). micro_step 0 starts an optimizer step: gradients are zeroed first
   // (so calling zero_gradients() before it is harmless but not needed). Throws MicroStepAbandoned when
-  // options.stop_requested says so between two ops.
-  double run_micro_step(int64_t step, int64_t micro_step);
+  // options.stop_requested says so between two ops. `comm` (data parallel, options.overlap_comm): on the
+  // last micro-step (graph.micro_steps − 1) the bucket all-reduces start from backward; run_step_tail must
+  // then be given the same communicator, before the next micro-step.
+  double run_micro_step(int64_t step, int64_t micro_step, Communicator* comm = nullptr);
   // The step tail: all_reduce ops through `comm` (may be null when data_parallel == 1), grad_norm, and
   // optimizer_update ops through `optimizer` (slot i == graph.params[i]) with learning rate `lr`.
   // `loss_scale`: the factor the loss gradient (graph.inputs.loss_grad) carried; after the all-reduce the
@@ -115,9 +123,9 @@ class Executor {
   // ---- additions (runtime/exec) ----
   ComputeType compute() const;
   Backend& backend();
-  // One ParamSlot per graph.params[i] (slot i), pointing at this executor's weight and gradient storage:
-  // what to build the Optimizer from (the fp32 masters under bf16/fp16). f32 compute on a host-addressable
-  // backend only (throws core::InputError for f64 or a device backend).
+  // One ParamSlot per graph.params[i] (slot i): the spans of this executor's weight and gradient storage
+  // (the fp32 masters under bf16/fp16) in backend(): what to build the Optimizer from,
+  // make_optimizer(backend(), config, param_slots()). f32 compute only (throws core::InputError for f64).
   std::vector<ParamSlot> param_slots();
   // The global gradient L2 norm the last run_step_tail computed (by the grad_norm op, or before the first
   // update when the graph has none; NaN when neither ran), and whether that tail skipped the optimizer

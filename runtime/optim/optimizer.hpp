@@ -1,17 +1,16 @@
-// runtime/optim/optimizer.hpp — the optimizers the runtime executes on flat fp32 tensors:
-// AdamW, LAMB as NVIDIA runs it (NVLAMB), LANS, and SGD with momentum.
-// Each optimizer owns its per-tensor state (Adam moments m, v; SGD momentum) and a global step counter,
-// and updates weights in place from gradients it only reads. Formulas and sources:
-// docs/optimizers-and-checkpoints.md (which names the primary sources: torch.optim, NVIDIA apex FusedLAMB,
-// DeepLearningExamples BERT, the LANS paper); tests/runtime/golden/ checks AdamW and NVLAMB against PyTorch.
-// Each update is multi-tensor shaped (apex multi_tensor_apply): the listed slots are cut into fixed chunks
-// (runtime/exec/cpu_parallel.hpp) that run on set_threads() threads; per-tensor norms add the chunks' partial
-// sums in chunk order, so results do not depend on the thread count or scheduling. The per-element maths is
-// runtime/optim/optimizer_math.hpp, which a GPU multi-tensor kernel includes; the learning rate, step number
-// and clip divisor reach it as optim_math::StepInputs, not as state read inside the loop.
+// runtime/optim/optimizer.hpp — the optimizers the runtime executes on flat fp32 tensors in a Backend's
+// memory: AdamW, LAMB as NVIDIA runs it (NVLAMB), LANS, and SGD with momentum.
+// The Optimizer is the host driver: it keeps the configuration, the step counter and the clipping decision,
+// has the Backend allocate its state (Adam moments m, v; SGD momentum) next to the weights, and runs each
+// update as one Backend::optimizer_step over the listed tensors (multi-tensor passes; the CPU reference is
+// runtime/exec/cpu_optimizer.cpp, the per-element maths runtime/optim/optimizer_math.hpp), with the learning
+// rate, step number and clip divisor passed in as optim_math::StepInputs. State crosses to the host only
+// through explicit copies (save_state / load_state, for checkpoints). Formulas and sources:
+// docs/optimizers-and-checkpoints.md (torch.optim, NVIDIA apex FusedLAMB, DeepLearningExamples BERT, the LANS
+// paper); tests/runtime/golden/ checks AdamW and NVLAMB against PyTorch.
 // Not here: mixed precision (the executor keeps fp32 master weights and hands them in as ParamSlots,
-// unscales gradients and skips steps with non-finite gradients), GPU kernels, learning-rate schedules
-// (lr_schedule.hpp).
+// unscales gradients and skips steps with non-finite gradients), kernels (the Backend), learning-rate
+// schedules (lr_schedule.hpp).
 //
 // Two call shapes, equivalent to the bit:
 //   opt.step(lr, norm);                                       // all tensors at once
@@ -20,6 +19,7 @@
 // std::nullopt to let the optimizer compute it from every slot's gradient in step_begin (then every
 // gradient must be final before step_begin, which defeats bucketing).
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -30,15 +30,19 @@
 #include <vector>
 
 #include "models/recipe.hpp"  // defines: OptimizerKind
+#include "runtime/exec/device_types.hpp"  // defines: DeviceSpan
 #include "runtime/optim/optimizer_math.hpp"  // defines: StepInputs
 
 namespace ptsim::runtime {
 
-// One parameter tensor as the optimizer sees it: flat fp32 weights (updated in place) and gradient.
+class Backend;  // runtime/exec/backend.hpp
+
+// One parameter tensor as the optimizer sees it: n fp32 weights (updated in place) and n fp32 gradients, in
+// the memory of the Backend the optimizer is built on.
 struct ParamSlot {
   std::string name;               // unique; names this tensor's state arrays ("<name>.m", "<name>.v")
-  float* weight = nullptr;        // (n) fp32 (master) weights, updated in place
-  const float* grad = nullptr;    // (n) fp32 gradient: unscaled and averaged over the global batch
+  DeviceSpan weight;              // (n) fp32 (master) weights, updated in place
+  DeviceSpan grad;                // (n) fp32 gradient: unscaled and averaged over the global batch
   std::size_t n = 0;
   bool decay = true;              // false for biases and LayerNorm gains/biases: no weight decay
 };
@@ -77,9 +81,10 @@ struct OptimizerState {
 
 class Optimizer {
  public:
-  // Throws core::InputError on a bad config or on empty/duplicate slot names, null pointers.
-  Optimizer(OptimizerConfig config, std::vector<ParamSlot> slots);
-  virtual ~Optimizer() = default;
+  // Allocates the state (zeros) in `backend`, which must hold the slots' spans and outlive the optimizer.
+  // Throws core::InputError on a bad config or on empty/duplicate slot names, spans of the wrong size.
+  Optimizer(Backend& backend, OptimizerConfig config, std::vector<ParamSlot> slots);
+  ~Optimizer();
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
@@ -95,36 +100,38 @@ class Optimizer {
   void step(double lr, std::optional<double> global_grad_norm = std::nullopt);
 
   int64_t step_count() const { return step_count_; }   // completed steps
-  // Threads for the update passes (≤ 1: the calling thread). Results are identical for any count.
-  void set_threads(int threads) { threads_ = threads > 1 ? threads : 1; }
   // Global norm used by the current/last step (NaN when the optimizer did not need it), and the factor
   // the gradient was divided by (1 when not clipped). For logging.
   double last_grad_norm() const { return grad_norm_; }
   double last_clip_divisor() const { return clip_divisor_; }
+  // √(Σ over slots Σ g²): one Backend::sum_of_squares per slot (double, fixed chunk order), added in slot
+  // order. What step_begin computes when it is given no norm.
+  double global_grad_norm() const;
 
   const OptimizerConfig& config() const { return config_; }
   const std::vector<ParamSlot>& slots() const { return slots_; }
+  Backend& backend() const { return backend_; }
   std::size_t slot_index(std::string_view name) const;  // throws std::out_of_range
-  // Point the slots at new buffers (same names, sizes and order; decay flags may not change either).
-  void rebind(std::vector<ParamSlot> slots);
 
+  // Copies of the state (device → host; host → device): what a checkpoint stores. Round-trips bit-exactly.
   OptimizerState save_state() const;
   // Throws core::InputError naming `source` and the array on a kind mismatch, a missing, extra or
-  // wrongly sized array.
+  // wrongly sized array; changes nothing then.
   void load_state(const OptimizerState& state, const std::string& source = "optimizer state");
 
   // Names of the per-tensor state arrays of this kind ({"m", "v"} or {"momentum"}).
-  virtual std::vector<std::string> state_names() const = 0;
+  std::vector<std::string> state_names() const;
 
- protected:
-  // Apply one step to the listed slots (each once), with this step's inputs (lr, 1-based t, clip divisor).
-  virtual void update_slots(std::span<const std::size_t> slots, const optim_math::StepInputs& in) = 0;
-  // Whether this kind uses the global gradient norm (clipping); LANS does not.
-  virtual bool uses_global_norm() const { return config_.max_grad_norm > 0.0; }
+ private:
+  // Whether this kind uses the global gradient norm (clipping); LANS does not (ĝ is scale-invariant).
+  bool uses_global_norm() const;
 
+  Backend& backend_;
   OptimizerConfig config_;
+  optim_math::Hyperparameters hyper_;
   std::vector<ParamSlot> slots_;
-  std::vector<std::vector<std::vector<float>>> state_;  // [slot][state_names() index] (n)
+  DeviceBuffer state_buffer_;                     // every state array, 64-byte aligned each
+  std::vector<std::array<DeviceSpan, 2>> state_;  // [slot][state_names() index]
   int64_t step_count_ = 0;
   // Valid between step_begin and step_end:
   bool in_step_ = false;
@@ -132,59 +139,13 @@ class Optimizer {
   double grad_norm_ = 0.0;
   double clip_divisor_ = 1.0;  // gradients are divided by this (apex: clipped_global_grad_norm)
   std::vector<char> updated_;  // per slot, this step
-  int threads_ = 1;
 
   int64_t current_t() const { return step_count_ + 1; }
-  void init_state();
 };
 
-// AdamW (Loshchilov & Hutter; torch.optim.AdamW): m, v with bias correction,
-// w ← w − η·(m̂/(√v̂+ε) + λ·w).
-class AdamW final : public Optimizer {
- public:
-  AdamW(OptimizerConfig config, std::vector<ParamSlot> slots);
-  std::vector<std::string> state_names() const override { return {"m", "v"}; }
- protected:
-  void update_slots(std::span<const std::size_t> slots, const optim_math::StepInputs& in) override;
-};
-
-// NVLAMB (NVIDIA apex FusedLAMB with use_nvlamb=True): clip by global norm, Adam moments
-// with bias correction, u = m̂/(√v̂+ε) + λ·w, per-tensor trust ratio ‖w‖/‖u‖ on every tensor (1 when
-// either norm is 0), w ← w − η·ratio·u. config.use_nvlamb = false reproduces apex's default instead
-// (ratio 1 on tensors with λ = 0).
-class Lamb final : public Optimizer {
- public:
-  Lamb(OptimizerConfig config, std::vector<ParamSlot> slots);
-  std::vector<std::string> state_names() const override { return {"m", "v"}; }
- protected:
-  void update_slots(std::span<const std::size_t> slots, const optim_math::StepInputs& in) override;
-};
-
-// LANS (Zheng et al. 2020), per tensor: ĝ = g/‖g‖ (ĝ = 0 when ‖g‖ = 0), moments on ĝ with bias
-// correction, r = m̂/(√v̂+ε), c = ĝ/(√v̂+ε),
-// w ← w − η·β1·‖w‖/‖r+λw‖·(r+λw) − η·(1−β1)·‖w‖/‖c+λw‖·(c+λw); each ratio is 1 when either norm is 0.
-// Global clipping is a no-op for LANS (ĝ is scale-invariant), so max_grad_norm is ignored.
-class Lans final : public Optimizer {
- public:
-  Lans(OptimizerConfig config, std::vector<ParamSlot> slots);
-  std::vector<std::string> state_names() const override { return {"m", "v"}; }
- protected:
-  void update_slots(std::span<const std::size_t> slots, const optim_math::StepInputs& in) override;
-  bool uses_global_norm() const override { return false; }
-};
-
-// SGD with momentum (torch.optim.SGD, dampening 0, no Nesterov): b ← μ·b + (g + λ·w), w ← w − η·b.
-class Sgd final : public Optimizer {
- public:
-  Sgd(OptimizerConfig config, std::vector<ParamSlot> slots);
-  std::vector<std::string> state_names() const override { return {"momentum"}; }
- protected:
-  void update_slots(std::span<const std::size_t> slots, const optim_math::StepInputs& in) override;
-};
-
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, std::vector<ParamSlot> slots);
-
-// sqrt(Σ over slots Σ g²), accumulated in double: what the executor's grad_norm op must compute.
-double global_grad_norm(std::span<const ParamSlot> slots);
+// The optimizer of config.kind: AdamW (Loshchilov & Hutter; torch.optim.AdamW), NVLAMB (apex FusedLAMB
+// use_nvlamb=True; use_nvlamb = false: apex's default), LANS (Zheng et al. 2020), SGD with momentum
+// (torch.optim.SGD). Formulas: docs/optimizers-and-checkpoints.md.
+std::unique_ptr<Optimizer> make_optimizer(Backend& backend, const OptimizerConfig& config, std::vector<ParamSlot> slots);
 
 }  // namespace ptsim::runtime

@@ -6,8 +6,11 @@
 // state other than the element's own weight, gradient and moments. Formulas and sources:
 // docs/optimizers-and-checkpoints.md. Element arithmetic is fp32 (apex multi_tensor_lamb: MATH_T = float);
 // norms are accumulated in double by the callers.
-// Not here: the host driver (state arrays, step counter, checkpoints: optimizer.hpp), norms' reduction order
-// (the caller's fixed chunks: runtime/exec/cpu_parallel.hpp).
+// Also here: the rule and hyperparameters a backend's optimizer pass takes (Backend::optimizer_step,
+// runtime/exec/backend.hpp) and adam_step, the host function that turns them into a step's fp32
+// coefficients (every backend calls it on the host, so all get the same bits).
+// Not here: the host driver (state buffers, step counter, checkpoints: optimizer.hpp), the passes and the
+// norms' reduction order (the CPU reference: runtime/exec/cpu_optimizer.cpp; contract: docs/executor.md).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -15,6 +18,19 @@
 #include "core/host_device.hpp"  // defines: PTSIM_HD
 
 namespace ptsim::runtime::optim_math {
+
+// Which update rule a pass runs (models::OptimizerKind without the models/ dependency, for device code).
+enum class Rule : uint8_t { adamw, lamb, lans, sgd };
+
+// The hyperparameters of a rule, fixed for a run (runtime::OptimizerConfig minus clipping, which reaches
+// the pass as StepInputs::clip_divisor). `weight_decay` (λ) applies to tensors with decay = true only.
+struct Hyperparameters {
+  Rule rule = Rule::lamb;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-6;
+  double weight_decay = 0.01;
+  double momentum = 0.9;  // sgd
+  bool use_nvlamb = true;  // lamb: trust ratio on every tensor (false: only where λ != 0, apex's default)
+};
 
 // What one update step takes besides the tensors: the learning rate, the 1-based step number t (bias
 // correction), and the divisor the gradients are divided by (global-norm clipping; 1 when not clipped).
@@ -24,11 +40,28 @@ struct StepInputs {
   double clip_divisor = 1.0;
 };
 
-// The fp32 coefficients of one Adam-style step (AdamW, LAMB, LANS), computed on the host from the config
-// and StepInputs::t (adam_step in optimizer.cpp) and passed to kernels by value.
+// The fp32 coefficients of one Adam-style step (AdamW, LAMB, LANS), computed on the host from the
+// hyperparameters and StepInputs::t (adam_step) and passed to kernels by value.
 struct AdamStep {
   float b1, b2, one_minus_b1, one_minus_b2, bc1, bc2, eps, lambda;
 };
+
+// The coefficients of step t (1-based) for a tensor with or without weight decay. Host only (std::pow):
+// a GPU backend calls it on the host and passes the result to its kernel.
+inline AdamStep adam_step(const Hyperparameters& h, int64_t step, bool decay) {
+  const double t = static_cast<double>(step);
+  AdamStep c{};
+  c.b1 = static_cast<float>(h.beta1);
+  c.b2 = static_cast<float>(h.beta2);
+  // 1 − β in double, then rounded: 1.0f − 0.999f would carry 0.999f's rounding error (1.3e-5 relative).
+  c.one_minus_b1 = static_cast<float>(1.0 - h.beta1);
+  c.one_minus_b2 = static_cast<float>(1.0 - h.beta2);
+  c.bc1 = static_cast<float>(1.0 - std::pow(h.beta1, t));
+  c.bc2 = static_cast<float>(1.0 - std::pow(h.beta2, t));
+  c.eps = static_cast<float>(h.eps);
+  c.lambda = decay ? static_cast<float>(h.weight_decay) : 0.0f;
+  return c;
+}
 
 PTSIM_HD inline float sqrt_f32(float x) {
 #if defined(__CUDA_ARCH__)
@@ -73,22 +106,24 @@ PTSIM_HD inline double trust_ratio(double w_norm, double u_norm) {
   return (w_norm > 0.0 && u_norm > 0.0) ? w_norm / u_norm : 1.0;
 }
 
-// LANS (Zheng et al. 2020), ĝ = g·inv_g_norm. Pass 1: moments on ĝ; r + λw and c + λw into ur, uc (the
-// caller sums their squares). Pass 2: w ← w − step_r·(r+λw) − step_c·(c+λw).
-PTSIM_HD inline void lans_moments_and_directions(float w, float grad, float inv_g_norm, float& m, float& v,
-                                                 const AdamStep& c, float& ur, float& uc) {
-  const float gh = grad * inv_g_norm;
-  adam_moments(gh, m, v, c);
+// LANS (Zheng et al. 2020), ĝ = g·inv_g_norm: r + λw and c + λw from the moments and the old weight.
+PTSIM_HD inline void lans_directions(float w, float gh, float m, float v, const AdamStep& c, float& ur, float& uc) {
   const float d = sqrt_f32(v / c.bc2) + c.eps;
   ur = (m / c.bc1) / d + c.lambda * w;
   uc = gh / d + c.lambda * w;
 }
+// Pass 1: moments on ĝ; r + λw and c + λw into ur, uc (the caller sums their squares).
+PTSIM_HD inline void lans_moments_and_directions(float w, float grad, float inv_g_norm, float& m, float& v,
+                                                 const AdamStep& c, float& ur, float& uc) {
+  const float gh = grad * inv_g_norm;
+  adam_moments(gh, m, v, c);
+  lans_directions(w, gh, m, v, c, ur, uc);
+}
+// Pass 2: w ← w − step_r·(r+λw) − step_c·(c+λw), the directions recomputed from the updated moments.
 PTSIM_HD inline void lans_apply(float& w, float grad, float inv_g_norm, float m, float v, const AdamStep& c,
                                 float step_r, float step_c) {
-  const float gh = grad * inv_g_norm;
-  const float d = sqrt_f32(v / c.bc2) + c.eps;
-  const float ur = (m / c.bc1) / d + c.lambda * w;
-  const float uc = gh / d + c.lambda * w;
+  float ur = 0.0f, uc = 0.0f;
+  lans_directions(w, grad * inv_g_norm, m, v, c, ur, uc);
   w = w - step_r * ur - step_c * uc;
 }
 

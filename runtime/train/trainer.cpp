@@ -33,7 +33,6 @@
 #include "runtime/data/tokenizer.hpp"        // defines: hash_to_hex
 #include "runtime/exec/executor.hpp"
 #include "runtime/optim/loss_scaler.hpp"
-#include "runtime/exec/cpu_parallel.hpp"  // defines: vector_pass_threads
 #include "runtime/optim/optimizer.hpp"
 
 namespace ptsim::runtime {
@@ -295,6 +294,7 @@ class Trainer {
     recipe.max_predictions = dataset_->max_predictions();
     recipe.include_dropout = c_.dropout;
     recipe.gradient_clipping = c_.clipping;
+    recipe.bucket_bytes = c_.bucket_mib * 1024 * 1024;  // sums are elementwise: the size changes no result
     graph_ = std::make_unique<models::TaskGraph>(models::build_task_graph(model, recipe));
 
     // The executor allocates its buffers as models::plan_memory lays them out (weights, gradients, optimizer
@@ -317,6 +317,7 @@ class Trainer {
     eo.time_ops = true;
     eo.threads = c_.threads;
     eo.backend = c_.backend;
+    eo.overlap_comm = c_.comm_overlap;
     // One rank alone may stop between ops; with several, a rank leaving mid-step would leave the others
     // waiting in the gradient all-reduce, so they agree at the step boundary instead (the loop's all-reduce).
     if (world_ == 1) eo.stop_requested = stop_requested;
@@ -331,9 +332,9 @@ class Trainer {
     std::vector<ParamSlot> slots = executor_->param_slots();  // slot i == graph.params[i]
     OptimizerConfig oc = default_optimizer_config(c_.optimizer);
     if (!c_.clipping) oc.max_grad_norm = 0;
-    optimizer_ = make_optimizer(oc, std::move(slots));
-    // The update passes: the cores the GEMM pool leaves free (results do not depend on the count).
-    optimizer_->set_threads(cpu::vector_pass_threads(c_.threads));
+    // On the executor's backend, its state next to the weights; the update passes run on the backend's
+    // vector-pass threads (the cores the GEMM pool leaves free; results do not depend on the count).
+    optimizer_ = make_optimizer(executor_->backend(), oc, std::move(slots));
     scaler_ = std::make_unique<LossScaler>(loss_scaler_config(c_));
     schedule_ = make_schedule(c_);
 
@@ -600,7 +601,7 @@ class Trainer {
         for (int64_t micro = 0; micro < c_.grad_accum; ++micro) {
           loader_->next_batch(static_cast<int32_t>(c_.micro_batch), batch);
           fill_inputs(batch);
-          loss_sum += executor_->run_micro_step(step, micro);
+          loss_sum += executor_->run_micro_step(step, micro, step_comm);  // the last one starts the buckets' sums
           if (mlm_tensor_ >= 0) mlm_sum += executor_->scalar_output(mlm_tensor_);
           if (nsp_tensor_ >= 0) nsp_sum += executor_->scalar_output(nsp_tensor_);
         }

@@ -41,6 +41,8 @@ struct TrainConfig {
   uint64_t seed = 1234;                 // parameter init, dropout streams (seed, step, micro_step), data order
   int threads = 0;                      // compute threads per rank (0: Eigen's default)
   BackendKind backend = BackendKind::cpu;  // where the executor runs (made once: make_backend)
+  bool comm_overlap = true;             // data parallel: bucket all-reduces start from backward (ExecutorOptions)
+  double bucket_mib = 25;               // data parallel: gradient bucket size (DDP's default 25 MiB)
   std::string checkpoint_dir;           // empty: no checkpoints
   int64_t checkpoint_every = 0;         // > 0: also every K steps (always at the end and on a stop)
   bool resume = false;                  // continue from checkpoint_dir's latest checkpoint

@@ -16,6 +16,7 @@
 #include "runtime/checkpoint/checkpoint.hpp"
 #include "runtime/optim/lr_schedule.hpp"
 #include "runtime/optim/optimizer.hpp"
+#include "tests/runtime/host_optimizer.hpp"
 
 using ptsim::core::InputError;
 using ptsim::core::Json;
@@ -41,10 +42,7 @@ struct TinyModel {
   std::vector<float> b = {0.1f, std::numeric_limits<float>::infinity()};
   std::vector<float> gw = {0.1f, 0.2f, -0.3f, 0.4f, 0.0f, -0.6f};
   std::vector<float> gb = {0.01f, 0.0f};
-  std::vector<ParamSlot> slots() {
-    return {ParamSlot{"enc.w", w.data(), gw.data(), w.size(), true},
-            ParamSlot{"enc.b", b.data(), gb.data(), b.size(), false}};
-  }
+  std::vector<ptsim::test::HostTensor> slots() { return {{"enc.w", &w, &gw, true}, {"enc.b", &b, &gb, false}}; }
   std::vector<CheckpointTensorView> views() const {
     return {CheckpointTensorView{"enc.w", w, {2, 3}}, CheckpointTensorView{"enc.b", b, {}}};
   }
@@ -64,7 +62,7 @@ TEST_CASE("save then load is bit-identical, and training continues identically")
   TempDir dir;
   TinyModel m;
   m.b[1] = 4.0f;  // keep the optimizer finite; the inf is exercised below
-  Lamb opt(default_optimizer_config(OptimizerKind::lamb), m.slots());
+  ptsim::test::HostOptimizer opt(default_optimizer_config(OptimizerKind::lamb), m.slots());
   opt.step(0.01);
   opt.step(0.02);
   const auto views = m.views();
@@ -91,7 +89,7 @@ TEST_CASE("save then load is bit-identical, and training continues identically")
   TinyModel m2;
   const CheckpointTensorTarget targets[] = {{"enc.w", m2.w, {2, 3}}, {"enc.b", m2.b, {}}};
   restore_tensors(*c, targets);
-  Lamb opt2(default_optimizer_config(OptimizerKind::lamb), m2.slots());
+  ptsim::test::HostOptimizer opt2(default_optimizer_config(OptimizerKind::lamb), m2.slots());
   opt2.load_state(c->optimizer, c->dir);
   opt.step(0.03);
   opt2.step(0.03);
@@ -104,7 +102,7 @@ TEST_CASE("special float values survive bit-exactly") {
   TempDir dir;
   TinyModel m;
   m.w[5] = std::numeric_limits<float>::quiet_NaN();
-  Sgd opt(default_optimizer_config(OptimizerKind::sgd), m.slots());
+  ptsim::test::HostOptimizer opt(default_optimizer_config(OptimizerKind::sgd), m.slots());
   save_checkpoint(dir.path.string(), 0, m.views(), opt.save_state(), Json::object());
   const Checkpoint c = load_checkpoint((dir.path / "step_0").string());
   CHECK(std::memcmp(c.tensors[0].values.data(), m.w.data(), m.w.size() * sizeof(float)) == 0);
@@ -114,7 +112,7 @@ TEST_CASE("special float values survive bit-exactly") {
 TEST_CASE("load_latest ignores crash leftovers: temp directories and partial temp files") {
   TempDir dir;
   TinyModel m;
-  Lamb opt(default_optimizer_config(OptimizerKind::lamb), m.slots());
+  ptsim::test::HostOptimizer opt(default_optimizer_config(OptimizerKind::lamb), m.slots());
   CHECK_FALSE(load_latest_checkpoint(dir.path.string()).has_value());                 // empty dir
   CHECK_FALSE(load_latest_checkpoint((dir.path / "nonexistent").string()).has_value());
   save_checkpoint(dir.path.string(), 5, m.views(), opt.save_state(), extra_state(5));
@@ -144,7 +142,7 @@ TEST_CASE("load_latest ignores crash leftovers: temp directories and partial tem
 TEST_CASE("saving the same step twice replaces it; the atomic writer leaves no temp file") {
   TempDir dir;
   TinyModel m;
-  Sgd opt(default_optimizer_config(OptimizerKind::sgd), m.slots());
+  ptsim::test::HostOptimizer opt(default_optimizer_config(OptimizerKind::sgd), m.slots());
   save_checkpoint(dir.path.string(), 3, m.views(), opt.save_state(), extra_state(3));
   m.w[0] = 42.0f;
   save_checkpoint(dir.path.string(), 3, m.views(), opt.save_state(), extra_state(3));
@@ -172,7 +170,7 @@ TEST_CASE("saving the same step twice replaces it; the atomic writer leaves no t
 TEST_CASE("corrupt or mismatched checkpoints are input errors naming the file") {
   TempDir dir;
   TinyModel m;
-  Lamb opt(default_optimizer_config(OptimizerKind::lamb), m.slots());
+  ptsim::test::HostOptimizer opt(default_optimizer_config(OptimizerKind::lamb), m.slots());
   const std::string step_dir = save_checkpoint(dir.path.string(), 1, m.views(), opt.save_state(), Json::object());
   const fs::path model = fs::path(step_dir) / "model.safetensors";
 
@@ -185,14 +183,14 @@ TEST_CASE("corrupt or mismatched checkpoints are input errors naming the file") 
   { std::ofstream(model, std::ios::binary | std::ios::trunc) << bytes; }
   const Checkpoint c = load_checkpoint(step_dir);
   std::vector<float> small(3);
-  const CheckpointTensorTarget wrong_size[] = {{"enc.w", small}, {"enc.b", m.b}};
+  const CheckpointTensorTarget wrong_size[] = {{"enc.w", small, {}}, {"enc.b", m.b, {}}};
   CHECK_THROWS_WITH_AS(restore_tensors(c, wrong_size), doctest::Contains("'enc.w' has 6 elements, the model expects 3"),
                        InputError);
   const CheckpointTensorTarget missing[] = {{"enc.w", m.w, {2, 3}}};
   CHECK_THROWS_WITH_AS(restore_tensors(c, missing), doctest::Contains("'enc.b' matches no model tensor"), InputError);
 
   // Optimizer state of another kind.
-  AdamW adamw(default_optimizer_config(OptimizerKind::adamw), m.slots());
+  ptsim::test::HostOptimizer adamw(default_optimizer_config(OptimizerKind::adamw), m.slots());
   CHECK_THROWS_WITH_AS(adamw.load_state(c.optimizer, c.dir), doctest::Contains("is for 'lamb'"), InputError);
 
   // A directory that is not a checkpoint.

@@ -15,6 +15,7 @@
 #include "core/json_reader.hpp"
 #include "runtime/checkpoint/checkpoint.hpp"
 #include "runtime/optim/optimizer.hpp"
+#include "tests/runtime/host_optimizer.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using ptsim::core::InputError;
@@ -31,9 +32,7 @@ struct Model {
   std::vector<float> b = {0.1f, -0.2f};
   std::vector<float> gw = std::vector<float>(6, 0.1f);
   std::vector<float> gb = std::vector<float>(2, 0.1f);
-  std::vector<ParamSlot> slots() {
-    return {ParamSlot{"enc.w", w.data(), gw.data(), w.size(), true}, ParamSlot{"enc.b", b.data(), gb.data(), b.size(), false}};
-  }
+  std::vector<ptsim::test::HostTensor> slots() { return {{"enc.w", &w, &gw, true}, {"enc.b", &b, &gb, false}}; }
   std::vector<CheckpointTensorView> views() const {
     return {CheckpointTensorView{"enc.w", w, {2, 3}}, CheckpointTensorView{"enc.b", b, {}}};
   }
@@ -41,7 +40,7 @@ struct Model {
 
 fs::path saved_checkpoint(const ptsim::test::TempDir& dir) {
   Model m;
-  AdamW opt(default_optimizer_config(OptimizerKind::adamw), m.slots());
+  ptsim::test::HostOptimizer opt(default_optimizer_config(OptimizerKind::adamw), m.slots());
   opt.step(0.01);
   return save_checkpoint(dir.path.string(), 1, m.views(), opt.save_state(), Json::object());
 }

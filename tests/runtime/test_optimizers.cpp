@@ -1,4 +1,5 @@
-// tests/runtime/test_optimizers.cpp — AdamW, NVLAMB, LANS, SGD against steps computed by hand.
+// tests/runtime/test_optimizers.cpp — AdamW, NVLAMB, LANS, SGD against steps computed by hand, run as the
+// runtime runs them (Backend::optimizer_step on the CPU backend, through tests/runtime/host_optimizer.hpp).
 // Every expected number below is derived in the comment above it from the formulas in
 // docs/optimizers-and-checkpoints.md; the optimizer computes element-wise in
 // fp32, so the tolerance is 1e-6 relative (fp32 rounding is ~6e-8 per operation).
@@ -11,10 +12,12 @@
 
 #include "core/error.hpp"
 #include "runtime/optim/optimizer.hpp"
+#include "tests/runtime/host_optimizer.hpp"
 
 using ptsim::core::InputError;
 using ptsim::models::OptimizerKind;
 using namespace ptsim::runtime;
+using ptsim::test::HostOptimizer;
 
 namespace {
 
@@ -35,7 +38,7 @@ struct Tensor {
   std::string name;
   std::vector<float> w, g;
   bool decay = true;
-  ParamSlot slot() { return ParamSlot{name, w.data(), g.data(), w.size(), decay}; }
+  ptsim::test::HostTensor slot() { return {name, &w, &g, decay}; }
 };
 
 OptimizerConfig config_for(OptimizerKind kind) { return default_optimizer_config(kind); }
@@ -52,7 +55,7 @@ const std::vector<float>& state_array(const OptimizerState& s, const std::string
 
 TEST_CASE("AdamW: two steps by hand (β 0.9/0.999, ε 1e-8, λ 0.01, lr 0.1)") {
   Tensor t{"w", {1.0f, -2.0f}, {0.5f, -1.0f}};
-  AdamW opt(config_for(OptimizerKind::adamw), {t.slot()});
+  HostOptimizer opt(config_for(OptimizerKind::adamw), {t.slot()});
   // Step 1, g = [0.5, -1]:
   //   m = 0.1·g = [0.05, -0.1];  v = 0.001·g² = [0.00025, 0.001]
   //   m̂ = m/(1−0.9) = [0.5, -1];  v̂ = v/(1−0.999) = [0.25, 1];  √v̂ = [0.5, 1]
@@ -83,7 +86,7 @@ TEST_CASE("AdamW: two steps by hand (β 0.9/0.999, ε 1e-8, λ 0.01, lr 0.1)") {
 
 TEST_CASE("NVLAMB: two steps by hand (β 0.9/0.999, ε 1e-6, λ 0.01, lr 0.1, clip 1.0)") {
   Tensor t{"w", {3.0f, 4.0f}, {0.6f, 0.8f}};
-  Lamb opt(config_for(OptimizerKind::lamb), {t.slot()});
+  HostOptimizer opt(config_for(OptimizerKind::lamb), {t.slot()});
   // Step 1, g = [0.6, 0.8]: ‖g‖ = 1, not > 1, so no clipping. (The norm is passed in, as the executor's
   // grad_norm op does: recomputed from the fp32 values 0.6f, 0.8f it would be 1.00000002.)
   //   m̂ = g, v̂ = g² (first step), so m̂/(√v̂+ε) = [0.6/0.600001, 0.8/0.800001] = [0.999998333, 0.999998750]
@@ -113,7 +116,7 @@ TEST_CASE("NVLAMB: two steps by hand (β 0.9/0.999, ε 1e-6, λ 0.01, lr 0.1, cl
 
 TEST_CASE("LANS: two steps by hand (β 0.9/0.999, ε 1e-6, λ 0.01, lr 0.1)") {
   Tensor t{"w", {3.0f, 4.0f}, {1.2f, 1.6f}};
-  Lans opt(config_for(OptimizerKind::lans), {t.slot()});
+  HostOptimizer opt(config_for(OptimizerKind::lans), {t.slot()});
   // Step 1, g = [1.2, 1.6]: ‖g‖ = 2, ĝ = [0.6, 0.8].
   //   m = 0.1·ĝ = [0.06, 0.08];  v = 0.001·ĝ² = [0.00036, 0.00064];  m̂ = ĝ, v̂ = ĝ²
   //   r = c = ĝ/(|ĝ|+ε) = [0.999998333, 0.999998750] on the first step, so both terms share one ratio:
@@ -146,7 +149,7 @@ TEST_CASE("LANS: two steps by hand (β 0.9/0.999, ε 1e-6, λ 0.01, lr 0.1)") {
 
 TEST_CASE("SGD with momentum: two steps by hand (μ 0.9, λ 0, lr 0.1)") {
   Tensor t{"w", {1.0f, 2.0f}, {0.5f, -0.5f}};
-  Sgd opt(config_for(OptimizerKind::sgd), {t.slot()});
+  HostOptimizer opt(config_for(OptimizerKind::sgd), {t.slot()});
   // Step 1: b = g = [0.5, −0.5]; w = [1 − 0.05, 2 + 0.05] = [0.95, 2.05]
   opt.step(0.1);
   check_all(t.w, {0.95, 2.05}, "sgd w1");
@@ -161,7 +164,7 @@ TEST_CASE("trust ratio is 1 when the weight norm is zero, and a zero update leav
   Tensor z{"z", {0.0f, 0.0f}, {1.0f, -1.0f}};
   // Zero weight and zero gradient: u = 0, ‖u‖ = 0 → ratio 1, w stays 0 (no 0/0).
   Tensor zz{"zz", {0.0f, 0.0f}, {0.0f, 0.0f}};
-  Lamb opt(config_for(OptimizerKind::lamb), {z.slot(), zz.slot()});
+  HostOptimizer opt(config_for(OptimizerKind::lamb), {z.slot(), zz.slot()});
   opt.step(0.1, std::sqrt(2.0));  // global norm √2 > 1: divisor √2 (Adam's first step is nearly scale-free)
   // With clipping, g/√2 = [0.7071068, −0.7071068] → u = [0.7071068/0.7071078, …] = [0.99999859, −0.99999859]
   check_all(z.w, {-0.1 * 0.70710678 / (0.70710678 + 1e-6), 0.1 * 0.70710678 / (0.70710678 + 1e-6)}, "zero-w lamb");
@@ -172,7 +175,7 @@ TEST_CASE("trust ratio is 1 when the weight norm is zero, and a zero update leav
   // w = −0.1·(0.9 + 0.1)·r = [−0.099999859, 0.099999859]. Zero gradient block: ĝ := 0 (no 0/0), r = c = 0 → stays 0.
   Tensor lz{"z", {0.0f, 0.0f}, {1.0f, -1.0f}};
   Tensor lzz{"zz", {0.0f, 0.0f}, {0.0f, 0.0f}, false};
-  Lans lans(config_for(OptimizerKind::lans), {lz.slot(), lzz.slot()});
+  HostOptimizer lans(config_for(OptimizerKind::lans), {lz.slot(), lzz.slot()});
   lans.step(0.1);
   check_all(lz.w, {-0.1 * 0.70710678 / (0.70710678 + 1e-6), 0.1 * 0.70710678 / (0.70710678 + 1e-6)}, "zero-w lans");
   CHECK(lzz.w[0] == 0.0f);
@@ -183,12 +186,12 @@ TEST_CASE("LANS with a zero gradient block stays finite") {
   // ĝ = 0 → m = v = 0 → r = c = 0; with decay, r + λw = c + λw = λw and both ratios are ‖w‖/‖λw‖ = 1/λ,
   // so w = w − lr·(0.9 + 0.1)·(1/λ)·λw = (1 − lr)·w = 0.9·[3, 4] = [2.7, 3.6] (the trust ratio's doing).
   Tensor t{"w", {3.0f, 4.0f}, {0.0f, 0.0f}};
-  Lans opt(config_for(OptimizerKind::lans), {t.slot()});
+  HostOptimizer opt(config_for(OptimizerKind::lans), {t.slot()});
   opt.step(0.1);
   check_all(t.w, {2.7, 3.6}, "lans zero grad");
   // Without decay the update is 0, ratios are 1, and w does not move.
   Tensor nd{"b", {3.0f, 4.0f}, {0.0f, 0.0f}, false};
-  Lans opt2(config_for(OptimizerKind::lans), {nd.slot()});
+  HostOptimizer opt2(config_for(OptimizerKind::lans), {nd.slot()});
   opt2.step(0.1);
   CHECK(nd.w == std::vector<float>{3.0f, 4.0f});
 }
@@ -197,14 +200,14 @@ TEST_CASE("no weight decay on decay=false tensors") {
   // AdamW, w = [1, −2], g = [0.5, −1], decay off: u = [0.99999998, −0.99999999] (no λw);
   // w = [1 − 0.099999998, −2 + 0.099999999] = [0.900000002, −1.900000001]
   Tensor a{"bias", {1.0f, -2.0f}, {0.5f, -1.0f}, false};
-  AdamW adamw(config_for(OptimizerKind::adamw), {a.slot()});
+  HostOptimizer adamw(config_for(OptimizerKind::adamw), {a.slot()});
   adamw.step(0.1);
   check_all(a.w, {0.900000002, -1.900000001}, "adamw no decay");
   // LAMB, w = [3, 4], g = [0.6, 0.8], decay off: u = [0.999998333, 0.999998750], ‖u‖ = 1.414211500,
   // ratio = 5/1.414211500 = 3.535539062; 0.1·ratio·u = [0.353553317, 0.353553464]
   // → w = [2.646446683, 3.646446536] (computed below from the same expressions)
   Tensor l{"ln.gamma", {3.0f, 4.0f}, {0.6f, 0.8f}, false};
-  Lamb lamb(config_for(OptimizerKind::lamb), {l.slot()});
+  HostOptimizer lamb(config_for(OptimizerKind::lamb), {l.slot()});
   lamb.step(0.1);
   const double u0 = 0.6 / 0.600001, u1 = 0.8 / 0.800001;
   const double ratio = 5.0 / std::sqrt(u0 * u0 + u1 * u1);
@@ -215,7 +218,7 @@ TEST_CASE("no weight decay on decay=false tensors") {
   apex_default.use_nvlamb = false;
   Tensor l2{"ln.gamma", {3.0f, 4.0f}, {0.6f, 0.8f}, false};
   Tensor l3{"dense.w", {3.0f, 4.0f}, {0.6f, 0.8f}, true};  // decayed: the ratio still applies
-  Lamb lamb2(apex_default, {l2.slot(), l3.slot()});
+  HostOptimizer lamb2(apex_default, {l2.slot(), l3.slot()});
   lamb2.step(0.1, 1.0);
   check_all(l2.w, {2.9000001667, 3.9000001250}, "lamb use_nvlamb=false, no decay");
   check_all(l3.w, {2.648158776297606, 3.644742694229095}, "lamb use_nvlamb=false, decay (= NVLAMB step 1)");
@@ -225,7 +228,7 @@ TEST_CASE("global-norm clipping kicks in only when the norm exceeds 1") {
   // Two tensors, g = [3, 0] and [0, 4]: global norm 5 → gradients divided by 5, so m = 0.1·g/5.
   Tensor a{"a", {1.0f, 1.0f}, {3.0f, 0.0f}};
   Tensor b{"b", {1.0f, 1.0f}, {0.0f, 4.0f}};
-  Lamb opt(config_for(OptimizerKind::lamb), {a.slot(), b.slot()});
+  HostOptimizer opt(config_for(OptimizerKind::lamb), {a.slot(), b.slot()});
   opt.step(0.1);  // norm computed by the optimizer
   check_rel(opt.last_grad_norm(), 5.0, "computed norm");
   check_rel(opt.last_clip_divisor(), 5.0, "divisor");
@@ -237,21 +240,21 @@ TEST_CASE("global-norm clipping kicks in only when the norm exceeds 1") {
   // g = [0.3, 0] and [0, 0.4]: norm 0.5 ≤ 1 → untouched, m = 0.1·g.
   Tensor c{"a", {1.0f, 1.0f}, {0.3f, 0.0f}};
   Tensor d{"b", {1.0f, 1.0f}, {0.0f, 0.4f}};
-  Lamb opt2(config_for(OptimizerKind::lamb), {c.slot(), d.slot()});
+  HostOptimizer opt2(config_for(OptimizerKind::lamb), {c.slot(), d.slot()});
   opt2.step(0.1, 0.5);  // norm passed in, as the executor's grad_norm op does
   CHECK(opt2.last_clip_divisor() == 1.0);
   check_all(state_array(opt2.save_state(), "b.m"), {0.0, 0.04}, "unclipped m");
 
   // Exactly at the threshold (norm 1) nothing is scaled either.
   Tensor e{"a", {1.0f}, {1.0f}};
-  Lamb opt3(config_for(OptimizerKind::lamb), {e.slot()});
+  HostOptimizer opt3(config_for(OptimizerKind::lamb), {e.slot()});
   opt3.step(0.1);
   CHECK(opt3.last_clip_divisor() == 1.0);
 
   // A precomputed norm gives the same bits as the optimizer's own computation.
   Tensor a2{"a", {1.0f, 1.0f}, {3.0f, 0.0f}};
   Tensor b2{"b", {1.0f, 1.0f}, {0.0f, 4.0f}};
-  Lamb opt4(config_for(OptimizerKind::lamb), {a2.slot(), b2.slot()});
+  HostOptimizer opt4(config_for(OptimizerKind::lamb), {a2.slot(), b2.slot()});
   opt4.step(0.1, 5.0);
   CHECK(std::memcmp(a.w.data(), a2.w.data(), 8) == 0);
   CHECK(std::memcmp(b.w.data(), b2.w.data(), 8) == 0);
@@ -273,25 +276,24 @@ TEST_CASE("bucket-by-bucket updates equal one-shot steps to the bit, for every o
     };
     std::vector<Tensor> one = {make(37, "a", true), make(5, "b", false), make(64, "c", true)};
     std::vector<Tensor> two = one;
-    std::vector<ParamSlot> s1, s2;
+    std::vector<ptsim::test::HostTensor> s1, s2;
     for (auto& t : one) s1.push_back(t.slot());
     for (auto& t : two) s2.push_back(t.slot());
-    auto o1 = make_optimizer(default_optimizer_config(kind), s1);
-    auto o2 = make_optimizer(default_optimizer_config(kind), s2);
+    HostOptimizer o1(default_optimizer_config(kind), s1), o2(default_optimizer_config(kind), s2);
     for (int step = 0; step < 3; ++step) {
-      o1->step(1e-2, global_grad_norm(s1));
-      o2->step_begin(1e-2, global_grad_norm(s2));
+      o1.step(1e-2, o1.optimizer().global_grad_norm());
+      o2.step_begin(1e-2, o2.optimizer().global_grad_norm());
       const std::size_t bucket1[] = {2}, bucket2[] = {0, 1};
-      o2->update(bucket1);
-      o2->update(bucket2);
-      o2->step_end();
+      o2.update(bucket1);
+      o2.update(bucket2);
+      o2.step_end();
     }
     for (std::size_t i = 0; i < one.size(); ++i)
       CHECK(std::memcmp(one[i].w.data(), two[i].w.data(), one[i].w.size() * sizeof(float)) == 0);
     // Updating a slot twice in one step is a bug in the caller.
-    o2->step_begin(1e-2, 1.0);
+    o2.step_begin(1e-2, 1.0);
     const std::size_t twice[] = {0, 0};
-    CHECK_THROWS_AS(o2->update(twice), std::logic_error);
+    CHECK_THROWS_AS(o2.update(twice), std::logic_error);
   }
 }
 
@@ -300,26 +302,26 @@ TEST_CASE("save_state / load_state round-trip bit-exactly and continue identical
     CAPTURE(ptsim::models::to_string(kind));
     Tensor a{"enc.w", {0.5f, -0.25f, 1.5f}, {0.1f, 0.2f, -0.3f}};
     Tensor b{"enc.b", {0.0f, 0.1f}, {0.05f, -0.5f}, false};
-    auto o1 = make_optimizer(default_optimizer_config(kind), {a.slot(), b.slot()});
-    o1->step(0.01);
-    o1->step(0.02);
-    const OptimizerState saved = o1->save_state();
+    HostOptimizer o1(default_optimizer_config(kind), {a.slot(), b.slot()});
+    o1.step(0.01);
+    o1.step(0.02);
+    const OptimizerState saved = o1.save_state();
     CHECK(saved.step == 2);
     CHECK(saved.kind == ptsim::models::to_string(kind));
 
     Tensor a2 = a, b2 = b;
-    auto o2 = make_optimizer(default_optimizer_config(kind), {a2.slot(), b2.slot()});
-    o2->load_state(saved);
-    const OptimizerState again = o2->save_state();
+    HostOptimizer o2(default_optimizer_config(kind), {a2.slot(), b2.slot()});
+    o2.load_state(saved);
+    const OptimizerState again = o2.save_state();
     REQUIRE(again.arrays.size() == saved.arrays.size());
     for (std::size_t k = 0; k < saved.arrays.size(); ++k) {
       CHECK(again.arrays[k].name == saved.arrays[k].name);
       CHECK(std::memcmp(again.arrays[k].values.data(), saved.arrays[k].values.data(),
                         saved.arrays[k].values.size() * sizeof(float)) == 0);
     }
-    o1->step(0.03);
-    o2->step(0.03);
-    CHECK(o2->step_count() == 3);
+    o1.step(0.03);
+    o2.step(0.03);
+    CHECK(o2.step_count() == 3);
     CHECK(std::memcmp(a.w.data(), a2.w.data(), a.w.size() * sizeof(float)) == 0);
     CHECK(std::memcmp(b.w.data(), b2.w.data(), b.w.size() * sizeof(float)) == 0);
   }
@@ -327,7 +329,7 @@ TEST_CASE("save_state / load_state round-trip bit-exactly and continue identical
 
 TEST_CASE("load_state rejects a state that does not fit, naming the array") {
   Tensor a{"enc.w", {0.5f, -0.25f}, {0.1f, 0.2f}};
-  Lamb opt(default_optimizer_config(OptimizerKind::lamb), {a.slot()});
+  HostOptimizer opt(default_optimizer_config(OptimizerKind::lamb), {a.slot()});
   OptimizerState s = opt.save_state();
 
   OptimizerState wrong_kind = s;
@@ -355,7 +357,7 @@ TEST_CASE("bad configurations and slots are input errors") {
   CHECK_THROWS_WITH_AS(validate_optimizer_config(c), doctest::Contains("'eps'"), InputError);
   Tensor a{"x", {1.0f}, {1.0f}};
   Tensor b{"x", {1.0f}, {1.0f}};
-  CHECK_THROWS_WITH_AS(Lamb(default_optimizer_config(OptimizerKind::lamb), {a.slot(), b.slot()}),
+  CHECK_THROWS_WITH_AS(HostOptimizer(default_optimizer_config(OptimizerKind::lamb), {a.slot(), b.slot()}),
                        doctest::Contains("'x' appears twice"), InputError);
 }
 
@@ -383,23 +385,22 @@ TEST_CASE("multi-tensor updates: threads change nothing, bit for bit (fixed chun
     make(four);
     OptimizerConfig config = default_optimizer_config(kind);
     config.max_grad_norm = 0.5;  // clip (a no-op for LANS) so the clip divisor is an input too
-    std::vector<ParamSlot> s1, s4;
+    std::vector<ptsim::test::HostTensor> s1, s4;
     for (auto& t : one) s1.push_back(t.slot());
     for (auto& t : four) s4.push_back(t.slot());
-    auto a = make_optimizer(config, s1), b = make_optimizer(config, s4);
-    b->set_threads(4);
+    HostOptimizer a(config, s1, 1), b(config, s4, 4);  // the backends' vector-pass threads: 1 and 4
     for (int step = 0; step < 3; ++step) {
-      a->step(1e-2);
+      a.step(1e-2);
       // Bucketed on the threaded one: two updates in one step equal one over all slots.
-      b->step_begin(1e-2);
+      b.step_begin(1e-2);
       const std::size_t first[] = {3, 0}, rest[] = {1, 2, 4};
-      b->update(first);
-      b->update(rest);
-      b->step_end();
+      b.update(first);
+      b.update(rest);
+      b.step_end();
     }
     for (std::size_t i = 0; i < one.size(); ++i)
       CHECK(std::memcmp(one[i].w.data(), four[i].w.data(), one[i].w.size() * sizeof(float)) == 0);
-    const OptimizerState sa = a->save_state(), sb = b->save_state();
+    const OptimizerState sa = a.save_state(), sb = b.save_state();
     REQUIRE(sa.arrays.size() == sb.arrays.size());
     for (std::size_t k = 0; k < sa.arrays.size(); ++k) CHECK(sa.arrays[k].values == sb.arrays[k].values);
   }

@@ -269,7 +269,7 @@ TEST_CASE("step tail: all-reduce averages over ranks (one call per bucket), glob
   CHECK_THROWS_AS(ex.run_step_tail(nullptr, nullptr, 0.0), ptsim::core::InputError);  // dp = 2 needs a communicator
 
   // A NaN gradient: the optimizer must not touch the weights.
-  auto opt = make_optimizer(default_optimizer_config(OptimizerKind::lamb), ex.param_slots());
+  auto opt = make_optimizer(ex.backend(), default_optimizer_config(OptimizerKind::lamb), ex.param_slots());
   const int w0 = g.params[0].weight;
   const float before_w = ex.read_tensor<float>(w0)[0];
   std::vector<float> grad3 = ex.read_tensor<float>(g.params[3].gradient);
@@ -286,7 +286,7 @@ TEST_CASE("training: LAMB (lr 0.1) through the executor's tail memorises one bat
   ex.init_parameters(3);
   fill_inputs(ex, 4);
   auto config = default_optimizer_config(OptimizerKind::lamb);
-  auto opt = make_optimizer(config, ex.param_slots());
+  auto opt = make_optimizer(ex.backend(), config, ex.param_slots());
   const double first = ex.run_micro_step(0, 0);
   ex.run_step_tail(nullptr, opt.get(), 0.1);
   double last = first;

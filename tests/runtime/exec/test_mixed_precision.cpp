@@ -58,7 +58,7 @@ StepResult one_step(Precision precision, double scale) {
   fill_inputs(ex, 11, scale);
   StepResult r;
   r.loss = ex.run_micro_step(0, 0);
-  auto opt = make_optimizer(default_optimizer_config(OptimizerKind::adamw), ex.param_slots());
+  auto opt = make_optimizer(ex.backend(), default_optimizer_config(OptimizerKind::adamw), ex.param_slots());
   ex.run_step_tail(nullptr, opt.get(), 0.0, scale);  // lr 0: the weights stay, the gradients are unscaled
   for (const Parameter& p : ex.graph().params) r.grads.push_back(ex.read_tensor<float>(p.gradient));
   return r;
@@ -164,7 +164,7 @@ TEST_CASE("bf16/fp16 graphs: 16-bit tensors hold 16-bit values, masters and fp32
     }
     CHECK(some_master_is_not_16bit);
     // An AdamW step updates the masters in fp32 and refreshes the weight copies from them.
-    auto opt = make_optimizer(default_optimizer_config(OptimizerKind::adamw), ex.param_slots());
+    auto opt = make_optimizer(ex.backend(), default_optimizer_config(OptimizerKind::adamw), ex.param_slots());
     ex.run_step_tail(nullptr, opt.get(), 1e-3, p == Precision::fp16 ? 1024.0 : 1.0);
     REQUIRE_FALSE(ex.last_step_skipped());
     CHECK(opt->step_count() == 1);
@@ -215,7 +215,7 @@ TEST_CASE("fp16 overflow: the step is skipped, weights, masters and optimizer st
   o.time_ops = false;
   Executor ex(build_task_graph(tiny_bert(), recipe_at(Precision::fp16)), o);
   ex.init_parameters(7);
-  auto opt = make_optimizer(default_optimizer_config(OptimizerKind::adamw), ex.param_slots());
+  auto opt = make_optimizer(ex.backend(), default_optimizer_config(OptimizerKind::adamw), ex.param_slots());
   const TaskGraph& g = ex.graph();
   // Two clean steps at 2^10 first, so the moments and the step counter are not trivially zero.
   LossScalerConfig sc;
@@ -276,7 +276,7 @@ TEST_CASE("fp16 dynamic scale: doubles after N clean steps through the executor,
   o.time_ops = false;
   Executor ex(build_task_graph(tiny_bert(), recipe_at(Precision::fp16)), o);
   ex.init_parameters(7);
-  auto opt = make_optimizer(default_optimizer_config(OptimizerKind::adamw), ex.param_slots());
+  auto opt = make_optimizer(ex.backend(), default_optimizer_config(OptimizerKind::adamw), ex.param_slots());
   LossScalerConfig sc;
   sc.enabled = true;
   sc.initial_scale = 256.0;  // far below overflow for this model (gradients ≤ ~1 × 256)

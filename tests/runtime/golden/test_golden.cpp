@@ -156,7 +156,7 @@ Forward ptsim_forward(const Inputs& in) {
 // The loss before each of `steps` optimizer steps, then after the last (steps + 1 values).
 std::vector<double> ptsim_step_losses(const Inputs& in, models::OptimizerKind kind, double lr, int steps) {
   auto s = open_session(in, kind);
-  auto opt = runtime::make_optimizer(runtime::default_optimizer_config(kind), s->ex->param_slots());
+  auto opt = runtime::make_optimizer(s->ex->backend(), runtime::default_optimizer_config(kind), s->ex->param_slots());
   std::vector<double> losses;
   for (int step = 1; step <= steps; ++step) {
     losses.push_back(s->ex->run_micro_step(step, 0));

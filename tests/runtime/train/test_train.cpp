@@ -243,6 +243,9 @@ TEST_CASE("train: bad input exits 2 with a message naming the problem") {
       {"train " + ok + " --micro-batch 8 --resume --checkpoint-dir " + quote(dir / "ck"), "micro_batch = 4"},
       {"train --model no-such-model --data " + quote(s.data), "no-such-model"},
       {"train " + ok + " --bogus-flag", "bogus"},
+      // Data-parallel flags with one rank: nothing to apply them to.
+      {"train " + ok + " --no-comm-overlap", "--no-comm-overlap applies to data-parallel runs"},
+      {"train " + ok + " --bucket-mib 1", "--bucket-mib applies to data-parallel runs"},
   };
   for (const Case& c : cases) {
     const auto r = run_ptsim(c.args);

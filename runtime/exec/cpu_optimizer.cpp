@@ -1,0 +1,238 @@
+// runtime/exec/cpu_optimizer.cpp — the optimizers' multi-tensor passes on host memory (see the header), and
+// Backend::optimizer_step's default (the same passes on host copies of a backend's buffers).
+// Element arithmetic is fp32 (apex multi_tensor_lamb: MATH_T = float); norms are double sums per fixed
+// chunk, added per tensor in chunk order.
+#include "runtime/exec/cpu_optimizer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "runtime/exec/backend.hpp"
+#include "runtime/exec/cpu_device.hpp"
+#include "runtime/exec/cpu_parallel.hpp"  // defines: for_each_chunk, kChunkElements
+
+namespace ptsim::runtime {
+namespace cpu {
+namespace {
+
+using optim_math::AdamStep;
+using optim_math::Hyperparameters;
+using optim_math::StepInputs;
+
+// One fixed chunk of one tensor: elements [begin, end) of tensors[tensor].
+struct Chunk {
+  size_t tensor, begin, end;
+};
+// The multi-tensor work list: every tensor cut into kChunkElements pieces from its first element, tensor by
+// tensor. Boundaries depend only on the sizes, so per-tensor sums over it are independent of threads.
+std::vector<Chunk> chunks_of(std::span<const HostOptimizerTensor> tensors) {
+  std::vector<Chunk> chunks;
+  for (size_t i = 0; i < tensors.size(); ++i)
+    for (size_t at = 0; at < tensors[i].n; at += kChunkElements)
+      chunks.push_back({i, at, std::min(tensors[i].n, at + kChunkElements)});
+  return chunks;
+}
+
+// The passes over one tensor list: `apply` runs element(tensor, e) on every element; `sums<K>` also has it
+// return K values whose squares are summed per chunk (in double) and then per tensor in chunk order.
+class Passes {
+ public:
+  Passes(std::span<const HostOptimizerTensor> tensors, int threads)
+      : tensors_(tensors), chunks_(chunks_of(tensors)), threads_(threads) {}
+
+  template <class Element>
+  void apply(Element&& element) const {
+    for_each_chunk(chunks_.size(), threads_, [&](size_t k) {
+      const Chunk& ch = chunks_[k];
+      for (size_t e = ch.begin; e < ch.end; ++e) element(tensors_[ch.tensor], e);
+    });
+  }
+
+  // Per tensor: Σ over its elements of value², for each of the K values element(tensor, e) returns.
+  template <size_t K, class Element>
+  std::vector<std::array<double, K>> sums(Element&& element) const {
+    std::vector<std::array<double, K>> part(chunks_.size());
+    for_each_chunk(chunks_.size(), threads_, [&](size_t k) {
+      const Chunk& ch = chunks_[k];
+      std::array<double, K> acc{};
+      for (size_t e = ch.begin; e < ch.end; ++e) {
+        const std::array<float, K> x = element(tensors_[ch.tensor], e);
+        for (size_t j = 0; j < K; ++j) acc[j] += static_cast<double>(x[j]) * x[j];
+      }
+      part[k] = acc;
+    });
+    std::vector<std::array<double, K>> total(tensors_.size(), std::array<double, K>{});
+    for (size_t k = 0; k < chunks_.size(); ++k)
+      for (size_t j = 0; j < K; ++j) total[chunks_[k].tensor][j] += part[k][j];
+    return total;
+  }
+
+  size_t size() const { return tensors_.size(); }
+
+ private:
+  std::span<const HostOptimizerTensor> tensors_;
+  std::vector<Chunk> chunks_;
+  int threads_;
+};
+
+// Index of a tensor inside the list (the element callbacks get a reference into it).
+size_t index_of(std::span<const HostOptimizerTensor> tensors, const HostOptimizerTensor& t) {
+  return static_cast<size_t>(&t - tensors.data());
+}
+
+void adamw(const Hyperparameters& h, const StepInputs& in, const Passes& passes) {
+  const AdamStep decay = optim_math::adam_step(h, in.t, true), no_decay = optim_math::adam_step(h, in.t, false);
+  const float lr = static_cast<float>(in.lr), clip = static_cast<float>(in.clip_divisor);
+  passes.apply([&](const HostOptimizerTensor& t, size_t e) {
+    optim_math::adamw_element(t.weight[e], t.grad[e], t.state[0][e], t.state[1][e], t.decay ? decay : no_decay, lr, clip);
+  });
+}
+
+void sgd(const Hyperparameters& h, const StepInputs& in, const Passes& passes) {
+  const float mu = static_cast<float>(h.momentum), lambda = static_cast<float>(h.weight_decay);
+  const float lr = static_cast<float>(in.lr), clip = static_cast<float>(in.clip_divisor);
+  passes.apply([&](const HostOptimizerTensor& t, size_t e) {
+    optim_math::sgd_element(t.weight[e], t.grad[e], t.state[0][e], mu, t.decay ? lambda : 0.0f, lr, clip);
+  });
+}
+
+// NVLAMB: pass 1 (apex stage 1) moments and Σu², Σw² with the weights unchanged; per tensor
+// step = η·ratio (ratio on every tensor, or with use_nvlamb = false only where λ ≠ 0: apex
+// `if (use_nvlamb || decay != 0)`); pass 2 (apex stage 2) w ← w − step·u.
+void lamb(const Hyperparameters& h, const StepInputs& in, std::span<const HostOptimizerTensor> tensors,
+          const Passes& passes) {
+  const AdamStep decay = optim_math::adam_step(h, in.t, true), no_decay = optim_math::adam_step(h, in.t, false);
+  const float clip = static_cast<float>(in.clip_divisor);
+  const auto sq = passes.sums<2>([&](const HostOptimizerTensor& t, size_t e) {
+    const float u = optim_math::lamb_moments_and_direction(t.weight[e], t.grad[e], t.state[0][e], t.state[1][e],
+                                                           t.decay ? decay : no_decay, clip);
+    return std::array<float, 2>{u, t.weight[e]};
+  });
+  std::vector<float> step(passes.size());
+  for (size_t i = 0; i < step.size(); ++i) {
+    const bool apply_ratio = h.use_nvlamb || (tensors[i].decay ? decay : no_decay).lambda != 0.0f;
+    step[i] = static_cast<float>(
+        in.lr * (apply_ratio ? optim_math::trust_ratio(std::sqrt(sq[i][1]), std::sqrt(sq[i][0])) : 1.0));
+  }
+  passes.apply([&](const HostOptimizerTensor& t, size_t e) {
+    optim_math::lamb_apply(t.weight[e], t.state[0][e], t.state[1][e], t.decay ? decay : no_decay,
+                           step[index_of(tensors, t)]);
+  });
+}
+
+// LANS: pass 0 Σg², Σw² (‖g‖ = 0 gives ĝ = 0: the moments just decay); pass 1 moments on ĝ and
+// Σ(r+λw)², Σ(c+λw)² with the weights unchanged; pass 2 w ← w − η·β1·ratio_r·(r+λw) − η·(1−β1)·ratio_c·(c+λw).
+void lans(const Hyperparameters& h, const StepInputs& in, std::span<const HostOptimizerTensor> tensors,
+          const Passes& passes) {
+  const AdamStep decay = optim_math::adam_step(h, in.t, true), no_decay = optim_math::adam_step(h, in.t, false);
+  const auto gw = passes.sums<2>(
+      [](const HostOptimizerTensor& t, size_t e) { return std::array<float, 2>{t.grad[e], t.weight[e]}; });
+  std::vector<float> inv_g_norm(passes.size());
+  for (size_t i = 0; i < inv_g_norm.size(); ++i)
+    inv_g_norm[i] = gw[i][0] > 0.0 ? static_cast<float>(1.0 / std::sqrt(gw[i][0])) : 0.0f;
+  const auto rc = passes.sums<2>([&](const HostOptimizerTensor& t, size_t e) {
+    std::array<float, 2> u{};
+    optim_math::lans_moments_and_directions(t.weight[e], t.grad[e], inv_g_norm[index_of(tensors, t)], t.state[0][e],
+                                            t.state[1][e], t.decay ? decay : no_decay, u[0], u[1]);
+    return u;
+  });
+  std::vector<float> step_r(passes.size()), step_c(passes.size());
+  for (size_t i = 0; i < step_r.size(); ++i) {
+    const double w_norm = std::sqrt(gw[i][1]);
+    step_r[i] = static_cast<float>(in.lr * h.beta1 * optim_math::trust_ratio(w_norm, std::sqrt(rc[i][0])));
+    step_c[i] = static_cast<float>(in.lr * (1.0 - h.beta1) * optim_math::trust_ratio(w_norm, std::sqrt(rc[i][1])));
+  }
+  passes.apply([&](const HostOptimizerTensor& t, size_t e) {
+    const size_t i = index_of(tensors, t);
+    optim_math::lans_apply(t.weight[e], t.grad[e], inv_g_norm[i], t.state[0][e], t.state[1][e],
+                           t.decay ? decay : no_decay, step_r[i], step_c[i]);
+  });
+}
+
+}  // namespace
+
+void optimizer_step(const Hyperparameters& hyper, const StepInputs& in, std::span<const HostOptimizerTensor> tensors,
+                    int threads) {
+  const Passes passes(tensors, threads);
+  switch (hyper.rule) {
+    case optim_math::Rule::adamw: return adamw(hyper, in, passes);
+    case optim_math::Rule::lamb: return lamb(hyper, in, tensors, passes);
+    case optim_math::Rule::lans: return lans(hyper, in, tensors, passes);
+    case optim_math::Rule::sgd: return sgd(hyper, in, passes);
+  }
+  throw std::invalid_argument("optimizer_step: unknown rule");
+}
+
+}  // namespace cpu
+
+namespace {
+// Rule::sgd keeps one state array, the others two.
+int state_arrays(optim_math::Rule rule) { return rule == optim_math::Rule::sgd ? 1 : 2; }
+
+void check_tensor(const OptimizerTensor& t, int states) {
+  const size_t bytes = t.weight.bytes;
+  bool ok = bytes % sizeof(float) == 0 && t.grad.bytes == bytes;
+  for (int k = 0; k < states; ++k) ok = ok && t.state[k].bytes == bytes;
+  if (!ok)
+    throw std::invalid_argument(fmt::format("optimizer_step: a tensor's spans differ in size (weight {} bytes, "
+                                            "gradient {}, state {} / {})",
+                                            bytes, t.grad.bytes, t.state[0].bytes, t.state[1].bytes));
+}
+}  // namespace
+
+// The reference on host copies: every array of every tensor comes over, the step runs on the calling
+// thread's cores, and the weights and state go back (the gradients are only read).
+void Backend::optimizer_step(const optim_math::Hyperparameters& hyper, const optim_math::StepInputs& in,
+                             std::span<const OptimizerTensor> tensors) {
+  const int states = state_arrays(hyper.rule);
+  std::vector<std::vector<float>> host;  // per tensor: weight, grad, state 0, state 1
+  std::vector<cpu::HostOptimizerTensor> list;
+  host.reserve(tensors.size() * 4);
+  for (const OptimizerTensor& t : tensors) {
+    check_tensor(t, states);
+    const size_t n = t.weight.bytes / sizeof(float);
+    cpu::HostOptimizerTensor h;
+    h.n = n;
+    h.decay = t.decay;
+    auto fetch = [&](const DeviceSpan& span) {
+      host.emplace_back(n);
+      copy_to_host(host.back().data(), span);
+      return host.back().data();
+    };
+    h.weight = fetch(t.weight);
+    h.grad = fetch(t.grad);
+    for (int k = 0; k < states; ++k) h.state[k] = fetch(t.state[k]);
+    list.push_back(h);
+  }
+  cpu::optimizer_step(hyper, in, list, 1);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    copy_to_device(tensors[i].weight, list[i].weight);
+    for (int k = 0; k < states; ++k) copy_to_device(tensors[i].state[k], list[i].state[k]);
+  }
+}
+
+void cpu::CpuDevice::optimizer_step(const optim_math::Hyperparameters& hyper, const optim_math::StepInputs& in,
+                                    std::span<const OptimizerTensor> tensors) {
+  if (compute() != ComputeType::f32) throw std::logic_error("cpu backend: the optimizer needs f32 storage");
+  const int states = state_arrays(hyper.rule);
+  std::vector<cpu::HostOptimizerTensor> list;
+  list.reserve(tensors.size());
+  for (const OptimizerTensor& t : tensors) {
+    check_tensor(t, states);
+    cpu::HostOptimizerTensor h;
+    h.n = t.weight.bytes / sizeof(float);
+    h.decay = t.decay;
+    h.weight = static_cast<float*>(kernel_address(t.weight));
+    h.grad = static_cast<const float*>(kernel_address(t.grad));
+    for (int k = 0; k < states; ++k) h.state[k] = static_cast<float*>(kernel_address(t.state[k]));
+    list.push_back(h);
+  }
+  cpu::optimizer_step(hyper, in, list, threads());
+}
+
+}  // namespace ptsim::runtime

@@ -1,0 +1,145 @@
+// tests/runtime/exec/test_comm_overlap.cpp — bucket all-reduces started from backward (ExecutorOptions::
+// overlap_comm, run_micro_step with a communicator): each bucket starts right after the body op writing
+// its last gradient, on the last micro-step only, the tail waits for every one, and the step gives the
+// same bits as the non-overlapped tail. A fake 2-rank communicator stands in for MPI: its sum (×2, "both
+// ranks hold the same gradient") happens in wait(), so a bucket read or written between start and wait
+// would show. The real MPI path: tests/runtime/train/test_train_mpi.cpp.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "models/builder.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "runtime/exec/backend.hpp"
+#include "runtime/exec/executor.hpp"
+#include "runtime/optim/optimizer.hpp"
+#include "tests/runtime/exec/executor_test_support.hpp"
+
+using namespace ptsim::runtime;
+using namespace ptsim::models;
+
+namespace {
+
+// Two identical ranks: the sum is 2·x. Blocking calls double at once; started ones double in wait().
+class DeferredTwin final : public Communicator {
+ public:
+  const int* ops_run = nullptr;   // body ops run so far in this step (counted by the executor's after_op)
+  std::vector<int> started_at;    // ops_run at each start
+  int waits = 0, blocking = 0;
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  void all_reduce_sum(std::span<float> data) override {
+    ++blocking;
+    for (float& v : data) v *= 2;
+  }
+  void all_reduce_sum(std::span<double> data) override {
+    ++blocking;
+    for (double& v : data) v *= 2;
+  }
+  using Communicator::all_reduce_sum;
+  CommRequest start_all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType, Stream) override {
+    started_at.push_back(ops_run ? *ops_run : -1);
+    pending_.push_back({&backend, data});
+    return CommRequest{static_cast<int32_t>(pending_.size() - 1)};
+  }
+  void wait(CommRequest request) override {
+    auto [backend, span] = pending_.at(static_cast<size_t>(request.id));
+    std::vector<float> v(span.bytes / sizeof(float));
+    backend->copy_to_host(v.data(), span);
+    for (float& x : v) x *= 2;
+    backend->copy_to_device(span, v.data());
+    ++waits;
+  }
+  void barrier() override {}
+
+ private:
+  std::vector<std::pair<Backend*, DeviceSpan>> pending_;
+};
+
+TaskGraph two_rank_graph() {
+  Recipe r = ptsim::test::fd_recipe();
+  r.data_parallel = 2;
+  r.grad_accum = 2;
+  r.bucket_bytes = 4096;  // several buckets of the tiny BERT
+  r.optimizer = OptimizerKind::lamb;
+  return build_task_graph(ptsim::test::tiny_bert(), r);
+}
+
+// Two LAMB steps of two micro-steps; returns every parameter after them.
+std::vector<std::vector<float>> train(const TaskGraph& g, bool overlap, DeferredTwin& comm, int& ops_run) {
+  ExecutorOptions o;
+  o.overlap_comm = overlap;
+  o.after_op = [&](const Op&) { ++ops_run; };
+  Executor ex(g, o);
+  ex.init_parameters(5);
+  auto opt = make_optimizer(ex.backend(), default_optimizer_config(OptimizerKind::lamb), ex.param_slots());
+  for (int64_t step = 1; step <= 2; ++step) {
+    ops_run = 0;
+    for (int64_t micro = 0; micro < 2; ++micro) {
+      ptsim::test::fill_inputs(ex, static_cast<uint64_t>(10 * step + micro), 0.5);
+      ex.run_micro_step(step, micro, &comm);
+    }
+    ex.run_step_tail(&comm, opt.get(), 1e-2);
+  }
+  std::vector<std::vector<float>> w;
+  for (size_t i = 0; i < g.params.size(); ++i) w.push_back(ex.read_parameter(i));
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("overlapped bucket all-reduces: started from backward after their last gradient, same bits as the tail") {
+  const TaskGraph g = two_rank_graph();
+  int buckets = 0;
+  for (const Op& op : g.ops) buckets += op.kind == OpKind::all_reduce;
+  REQUIRE(buckets > 2);
+  size_t body = 0;
+  for (const Op& op : g.ops) body += is_micro_step_phase(op.phase);
+
+  int ops_overlap = 0, ops_tail = 0;
+  DeferredTwin overlapped, in_tail;
+  overlapped.ops_run = &ops_overlap;
+  in_tail.ops_run = &ops_tail;
+  const auto a = train(g, true, overlapped, ops_overlap);
+  const auto b = train(g, false, in_tail, ops_tail);
+
+  // Every bucket started once per step, in the last micro-step (after the first micro-step's `body` ops),
+  // and at least one before backward ended; all waited for.
+  CHECK(static_cast<int>(overlapped.started_at.size()) == 2 * buckets);
+  CHECK(overlapped.waits == 2 * buckets);
+  CHECK(overlapped.blocking == 0);
+  int early = 0;
+  for (int at : overlapped.started_at) {
+    CHECK(at > static_cast<int>(body));
+    CHECK(at <= static_cast<int>(2 * body));
+    early += at < static_cast<int>(2 * body);
+  }
+  CHECK(early > 0);
+  // Without overlap the executor runs the blocking sum per bucket, in the tail.
+  CHECK(in_tail.started_at.empty());
+  CHECK(in_tail.blocking == 2 * buckets);
+
+  size_t differing = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    differing += a[i].size() != b[i].size() || std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)) != 0;
+  CHECK(differing == 0);
+}
+
+TEST_CASE("overlapped all-reduces must be finished by the tail on the same communicator") {
+  const TaskGraph g = two_rank_graph();
+  int ops = 0;
+  DeferredTwin comm, other;
+  comm.ops_run = &ops;
+  Executor ex(g, {});
+  ex.init_parameters(5);
+  ptsim::test::fill_inputs(ex, 1, 0.5);
+  ex.run_micro_step(1, 0, &comm);
+  CHECK(comm.started_at.empty());  // not the last micro-step
+  ex.run_micro_step(1, 1, &comm);
+  CHECK_FALSE(comm.started_at.empty());
+  CHECK_THROWS_AS(ex.run_micro_step(2, 0, &comm), std::logic_error);  // the tail has not run
+  CHECK_THROWS_AS(ex.run_step_tail(&other, nullptr, 0.0), std::logic_error);
+  ex.run_step_tail(&comm, nullptr, 0.0);
+  CHECK(comm.waits == static_cast<int>(comm.started_at.size()));
+}
