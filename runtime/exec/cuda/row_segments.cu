@@ -1,9 +1,11 @@
 // runtime/exec/cuda/row_segments.cu — dst[index[m]] += src[m] without float atomics (the embedding and
 // gather_rows backward): (index, m) pairs are sorted by index with CUB's stable radix sort, then each run
 // of equal indices is one segment; the block at a segment's first position adds the segment's rows onto
-// dst in ascending m, exactly the CPU's order.
+// dst in ascending m, exactly the CPU's order. One block walks a whole segment, so a very frequent id
+// (padding tokens) serialises its rows: correct, but a load imbalance to measure on a GPU.
 #include <cub/device/device_radix_sort.cuh>
 
+#include "runtime/exec/cuda/cuda_check.hpp"
 #include "runtime/exec/cuda/gather.hpp"
 #include "runtime/exec/cuda/kernel_common.cuh"
 
@@ -45,9 +47,10 @@ int key_bits(int64_t V) {
 
 size_t sort_temp_bytes(int64_t M, int64_t V) {
   size_t bytes = 0;
-  cub::DeviceRadixSort::SortPairs(nullptr, bytes, static_cast<const int32_t*>(nullptr), static_cast<int32_t*>(nullptr),
-                                  static_cast<const int32_t*>(nullptr), static_cast<int32_t*>(nullptr),
-                                  static_cast<int>(M), 0, key_bits(V));
+  const int32_t* in = nullptr;
+  int32_t* out = nullptr;
+  PTSIM_CUDA_CHECK(
+      cub::DeviceRadixSort::SortPairs(nullptr, bytes, in, out, in, out, static_cast<int>(M), 0, key_bits(V)));
   return bytes;
 }
 
@@ -72,8 +75,9 @@ void launch_row_segments_add(float* dst, const float* src, const int32_t* index,
   void* temp = base + 4 * block;
   size_t temp_bytes = scratch_bytes - 4 * block;
   segment_keys_kernel<<<blocks_for(M), kThreads, 0, stream>>>(keys_in, rows_in, index, M, V, bad_index, error);
-  cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys_out, rows_in, rows_out, static_cast<int>(M), 0,
-                                  key_bits(V), stream);
+  check_launch("segment_keys");
+  PTSIM_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys_out, rows_in, rows_out,
+                                                   static_cast<int>(M), 0, key_bits(V), stream));
   segment_add_kernel<<<static_cast<unsigned>(M), kThreads, 0, stream>>>(dst, src, keys_out, rows_out, M, H, V);
 }
 
