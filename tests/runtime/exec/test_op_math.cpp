@@ -4,6 +4,8 @@
 //    cross-entropy backward), the scalar functions must agree with the CPU kernels to a few float ulp;
 //  * the index maps and mask rules must reproduce the CPU kernels exactly;
 //  * the GELU derivatives must match central differences of the GELU functions (in double);
+//  * the CUDA GEMM's row-major → column-major cuBLAS argument mapping (gemm_layout.hpp), run through a
+//    column-major reference GEMM with BLAS's semantics, must give cpu::gemm_forward's results;
 //  * the factory: a build with the CUDA backend but no GPU refuses --backend cuda with an InputError.
 #include <doctest/doctest.h>
 
@@ -16,6 +18,7 @@
 #include "core/error.hpp"
 #include "runtime/exec/backend.hpp"
 #include "runtime/exec/cpu_backend.hpp"
+#include "runtime/exec/cuda/gemm_layout.hpp"  // no CUDA types: the cuBLAS argument mapping
 #include "runtime/exec/math/activation_math.hpp"
 #include "runtime/exec/math/norm_math.hpp"
 #include "tests/runtime/exec/gradcheck.hpp"
@@ -131,6 +134,52 @@ TEST_CASE("op maths: softmax mask rules (causal limit, padding row) are the CPU'
   CHECK(math::dropout_scale<float>(1.0) == 0.0f);
   CHECK(math::dropout_apply(3.0f, true, 2.0f) == 6.0f);
   CHECK(math::dropout_apply(3.0f, false, 2.0f) == 0.0f);
+}
+
+namespace {
+// BLAS's column-major C = alpha·op(X)·op(Y) + beta·C (the sgemm reference semantics: element (i, j) of a
+// column-major matrix with leading dimension ld is at i + j·ld), in double.
+void column_major_reference(bool trans_x, bool trans_y, int64_t m, int64_t n, int64_t k, double alpha,
+                            const double* X, int64_t ldx, const double* Y, int64_t ldy, double beta, double* C,
+                            int64_t ldc) {
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < m; ++i) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const double x = trans_x ? X[p + i * ldx] : X[i + p * ldx];
+        const double y = trans_y ? Y[j + p * ldy] : Y[p + j * ldy];
+        s += x * y;
+      }
+      C[i + j * ldc] = alpha * s + beta * C[i + j * ldc];
+    }
+}
+}  // namespace
+
+TEST_CASE("CUDA GEMM layout: the column-major call it makes equals cpu::gemm_forward for every transpose") {
+  // Both sides in double on the same inputs: only the summation order can differ (k = 5 terms),
+  // tolerance 1e-13 relative.
+  for (int t = 0; t < 4; ++t) {
+    ptsim::models::GemmAttrs a;
+    a.m = 7;
+    a.n = 4;
+    a.k = 5;
+    a.trans_a = (t & 1) != 0;
+    a.trans_b = (t & 2) != 0;
+    a.alpha = 0.5;
+    a.accumulate = true;
+    const std::vector<double> A = randn(a.m * a.k, 31 + t), B = randn(a.k * a.n, 41 + t), C0 = randn(a.m * a.n, 51);
+    std::vector<double> want = C0, got = C0;
+    cpu::gemm_forward<double>(want.data(), A.data(), B.data(), nullptr, a);
+    const cuda::ColumnMajorGemm c = cuda::column_major_gemm(a);
+    column_major_reference(c.trans_first, c.trans_second, c.rows, c.cols, c.inner, a.alpha, B.data(), c.ld_first,
+                           A.data(), c.ld_second, 1.0, got.data(), c.ld_out);
+    for (size_t i = 0; i < want.size(); ++i)
+      CHECK_MESSAGE(got[i] == doctest::Approx(want[i]).epsilon(1e-13), "trans_a=" << a.trans_a << " trans_b="
+                                                                                 << a.trans_b << " element " << i);
+    CHECK(c.stride_first == a.k * a.n);
+    CHECK(c.stride_second == a.m * a.k);
+    CHECK(c.stride_out == a.m * a.n);
+  }
 }
 
 TEST_CASE("backend factory: cuda without a GPU (or without the CUDA backend) is an InputError naming why") {
