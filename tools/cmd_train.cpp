@@ -14,6 +14,9 @@
 
 #include "core/checked_math.hpp"  // defines: check_range, ranges::bucket_mib
 #include "core/error.hpp"
+#ifdef PTSIM_HAVE_CUDA
+#include "runtime/exec/cuda/cuda_backend.hpp"  // defines: cuda_device_count
+#endif
 #include "runtime/comm/mpi_communicator.hpp"
 #include "runtime/comm/single_process_communicator.hpp"
 #include "runtime/train/trainer.hpp"
@@ -31,13 +34,19 @@ runtime::LrScheduleKind parse_schedule(const std::string& name) {
   throw core::InputError(fmt::format("ptsim train: --schedule '{}' is unknown (expected poly | lans | constant)", name));
 }
 
-// --backend: the name must be known, and the backend built into this ptsim (exit 2 saying so otherwise).
+// --backend: the name must be known, the backend built into this ptsim, and for cuda a GPU present (exit 2
+// saying so otherwise).
 runtime::BackendKind parse_backend(const std::string& name) {
   const runtime::BackendKind kind = runtime::parse_backend_kind(name, "ptsim train: --backend");
   if (!runtime::backend_available(kind))
     throw core::InputError(fmt::format("ptsim train: --backend {}: this ptsim was built without the {} backend; use "
                                        "--backend cpu",
                                        name, name));
+#ifdef PTSIM_HAVE_CUDA
+  if (kind == runtime::BackendKind::cuda && runtime::cuda_device_count() == 0)
+    throw core::InputError("ptsim train: --backend cuda: no CUDA device was found (the driver reports none); use "
+                           "--backend cpu");
+#endif
   return kind;
 }
 

@@ -11,7 +11,9 @@ cxx="$(command -v clang++-14 || command -v clang++ || true)"
 [ -n "$cxx" ] || { echo "test_sanitizers: clang++ not found: run tools/bootstrap.sh (it installs clang-14 and libclang-rt-14-dev)" >&2; exit 2; }
 cd "$here"
 if [ ! -f "$build/build.ninja" ]; then
-  CXX="$cxx" meson setup "$build" --buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false -Dfuzz=enabled
+  # -Dcuda=disabled: the instrumentation here is clang's while nvcc's host compiler is g++; the ordinary build
+  # (tools/test.sh) compiles the CUDA backend and tools/gpu_check.sh tests it (docs/cuda-backend.md).
+  CXX="$cxx" meson setup "$build" --buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false -Dfuzz=enabled -Dcuda=disabled
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1

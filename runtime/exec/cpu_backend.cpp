@@ -20,6 +20,8 @@
 #include "core/error.hpp"
 #include "runtime/exec/cpu_device.hpp"
 #include "runtime/exec/cpu_gemm.hpp"  // defines: gemm_run, batched_gemm_run
+#include "runtime/exec/math/activation_math.hpp"  // the per-element maths shared with the CUDA kernels
+#include "runtime/exec/math/norm_math.hpp"
 
 namespace ptsim::runtime::cpu {
 namespace {
@@ -127,26 +129,26 @@ void dropout_forward(T* y, uint8_t* mask, const T* x, int64_t n, double p, uint6
   }
   // The mask every backend draws (dropout_mask.hpp).
   const uint64_t threshold = dropout_threshold(std::max(p, 0.0));
-  const T scale = static_cast<T>(1.0 / (1.0 - p));
+  const T scale = math::dropout_scale<T>(p);
   for (int64_t i = 0; i < n; ++i) {
-    const uint8_t keep = dropout_keep(key, static_cast<uint64_t>(i), threshold) ? 1 : 0;
-    mask[i] = keep;
-    y[i] = keep ? x[i] * scale : T(0);
+    const bool keep = dropout_keep(key, static_cast<uint64_t>(i), threshold);
+    mask[i] = keep ? 1 : 0;
+    y[i] = math::dropout_apply(x[i], keep, scale);
   }
 }
 
 template <class T>
 void dropout_backward(T* dx, const T* dy, const uint8_t* mask, int64_t n, double p) {
-  const T scale = p >= 1.0 ? T(0) : static_cast<T>(1.0 / (1.0 - p));
-  for (int64_t i = 0; i < n; ++i) dx[i] = mask[i] ? dy[i] * scale : T(0);
+  const T scale = math::dropout_scale<T>(p);
+  for (int64_t i = 0; i < n; ++i) dx[i] = math::dropout_apply(dy[i], mask[i] != 0, scale);
 }
 
-namespace {
-constexpr double kSqrt2OverPi = 0.7978845608028654;   // √(2/π)
-constexpr double kGeluCubic = 0.044715;               // Hendrycks & Gimpel 2016, tanh approximation
-constexpr double kInvSqrt2 = 0.7071067811865476;      // 1/√2
-constexpr double kInvSqrt2Pi = 0.3989422804014327;    // 1/√(2π)
-}  // namespace
+// GELU: math::gelu_* (activation_math.hpp) evaluated through Eigen's vectorised erf/tanh/exp, with its
+// constants; test_op_math.cpp checks these loops against the scalar functions the CUDA kernels run.
+using math::kGeluCubic;
+using math::kInvSqrt2;
+using math::kInvSqrt2Pi;
+using math::kSqrt2OverPi;
 
 template <class T>
 void gelu_forward(T* y, const T* x, int64_t n, bool tanh_form) {
@@ -183,7 +185,7 @@ void tanh_forward(T* y, const T* x, int64_t n) {
 
 template <class T>
 void tanh_backward(T* dx, const T* dy, const T* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (T(1) - y[i] * y[i]);
+  for (int64_t i = 0; i < n; ++i) dx[i] = math::tanh_grad_from_output(dy[i], y[i]);
 }
 
 // ---- normalisation ----
@@ -199,12 +201,11 @@ void layernorm_forward(T* y, T* mean, T* rstd, const T* x, const T* gamma, const
     double var = 0;
     for (int64_t n = 0; n < N; ++n) var += (xr[n] - mu) * (xr[n] - mu);
     var /= static_cast<double>(N);
-    const double rs = 1.0 / std::sqrt(var + eps);
-    mean[m] = static_cast<T>(mu);
-    rstd[m] = static_cast<T>(rs);
-    const T mu_t = static_cast<T>(mu), rs_t = static_cast<T>(rs);
+    const T mu_t = static_cast<T>(mu), rs_t = math::layernorm_rstd<T>(var, eps);
+    mean[m] = mu_t;
+    rstd[m] = rs_t;
     T* yr = y + m * N;
-    for (int64_t n = 0; n < N; ++n) yr[n] = (xr[n] - mu_t) * rs_t * gamma[n] + beta[n];
+    for (int64_t n = 0; n < N; ++n) yr[n] = math::layernorm_output(xr[n], mu_t, rs_t, gamma[n], beta[n]);
   }
 }
 
@@ -217,7 +218,7 @@ void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, con
     const T mu = mean[m], rs = rstd[m];
     double g_mean = 0, gx_mean = 0;
     for (int64_t n = 0; n < N; ++n) {
-      const T xhat = (xr[n] - mu) * rs;
+      const T xhat = math::layernorm_xhat(xr[n], mu, rs);
       const T g = dyr[n] * gamma[n];
       g_mean += g;
       gx_mean += g * xhat;
@@ -227,10 +228,10 @@ void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, con
     const T gm = static_cast<T>(g_mean), gxm = static_cast<T>(gx_mean);
     T* dxr = dx + m * N;
     for (int64_t n = 0; n < N; ++n) {
-      const T xhat = (xr[n] - mu) * rs;
+      const T xhat = math::layernorm_xhat(xr[n], mu, rs);
       dbeta[n] += dyr[n];
       dgamma[n] += dyr[n] * xhat;
-      dxr[n] = rs * (dyr[n] * gamma[n] - gm - xhat * gxm);
+      dxr[n] = math::layernorm_dx(dyr[n], gamma[n], xhat, rs, gm, gxm);
     }
   }
 }
@@ -242,10 +243,10 @@ void softmax_forward(T* probs, const T* scores, int64_t rows, int64_t cols, cons
   for (int64_t r = 0; r < rows; ++r) {
     const T* s = scores + r * cols;
     T* p = probs + r * cols;
-    const int32_t* keep = mask.keep ? mask.keep + (r / (mask.heads * S)) * S : nullptr;
+    const int32_t* keep = math::softmax_keep_row(mask.keep, r, mask.heads, S);
     // Keys [0, limit) are candidates (causal: j ≤ i); among them, padding keys are skipped.
-    const int64_t limit = mask.causal ? std::min(cols, r % S + 1) : cols;
-    auto allowed = [&](int64_t j) { return j < limit && (keep == nullptr || keep[j] != 0); };
+    const int64_t limit = math::softmax_key_limit(r, S, cols, mask.causal);
+    auto allowed = [&](int64_t j) { return math::softmax_key_allowed(j, limit, keep); };
     T mx = -std::numeric_limits<T>::infinity();
     for (int64_t j = 0; j < cols; ++j)
       if (!masked || allowed(j)) mx = std::max(mx, s[j]);
@@ -276,7 +277,7 @@ void softmax_backward(T* dscores, const T* dprobs, const T* probs, int64_t rows,
     double dot = 0;
     for (int64_t j = 0; j < cols; ++j) dot += dp[j] * p[j];
     const T d = static_cast<T>(dot);
-    for (int64_t j = 0; j < cols; ++j) ds[j] = p[j] * (dp[j] - d);
+    for (int64_t j = 0; j < cols; ++j) ds[j] = math::softmax_dscore(p[j], dp[j], d);
   }
 }
 
@@ -300,9 +301,8 @@ void merge_heads(T* y, const T* x, int64_t B, int64_t S, int64_t nh, int64_t d) 
 
 // ---- loss ----
 
-namespace {
-int64_t effective_classes(int64_t C, int64_t valid) { return valid > 0 && valid < C ? valid : C; }
-}  // namespace
+// The MLM/NSP loss: math::cross_entropy_dlogit (norm_math.hpp) is what the backward's vectorised loop computes.
+using math::effective_classes;
 
 template <class T>
 void cross_entropy_forward(T* loss, T* lse, const T* logits, const int32_t* labels, int64_t P, int64_t C,

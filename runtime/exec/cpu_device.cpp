@@ -1,5 +1,5 @@
 // runtime/exec/cpu_device.cpp — CpuDevice (see the header) and the backend factory (make_backend,
-// parse_backend_kind).
+// parse_backend_kind; the CUDA backend in builds with it, runtime/exec/cuda/).
 #include "runtime/exec/cpu_device.hpp"
 
 #include <fmt/format.h>
@@ -12,6 +12,9 @@
 
 #include "core/error.hpp"
 #include "runtime/exec/cpu_parallel.hpp"
+#ifdef PTSIM_HAVE_CUDA
+#include "runtime/exec/cuda/cuda_backend.hpp"  // defines: make_cuda_backend
+#endif
 #include "runtime/exec/precision.hpp"
 
 namespace ptsim::runtime {
@@ -24,12 +27,20 @@ BackendKind parse_backend_kind(std::string_view name, std::string_view what) {
   throw core::InputError(fmt::format("{} '{}' is unknown (expected cpu | cuda)", what, name));
 }
 
-bool backend_available(BackendKind kind) { return kind == BackendKind::cpu; }  // the CUDA backend: issue 8
+bool backend_available(BackendKind kind) {
+#ifdef PTSIM_HAVE_CUDA
+  if (kind == BackendKind::cuda) return true;  // built; make_backend says if no device is present
+#endif
+  return kind == BackendKind::cpu;
+}
 
 std::unique_ptr<Backend> make_backend(BackendKind kind, ComputeType compute, int threads) {
   if (!backend_available(kind))
     throw core::InputError(fmt::format("backend '{}': this ptsim was built without the {} backend (use cpu)",
                                        to_string(kind), to_string(kind)));
+#ifdef PTSIM_HAVE_CUDA
+  if (kind == BackendKind::cuda) return make_cuda_backend(compute);
+#endif
   return make_cpu_backend(compute, threads);
 }
 

@@ -1,0 +1,203 @@
+// runtime/exec/cuda/cuda_backend.cpp — CudaBackend: maps each TaskGraph op onto this folder's kernels
+// (the shapes and attributes read exactly as CpuBackend reads them, cpu_backend.cpp), and
+// make_cuda_backend. f32 only. Every launch is checked; bad ids/labels surface at the next synchronising
+// call (device_error.hpp). fused_attention has no kernel yet (std::invalid_argument, as the CPU).
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "core/error.hpp"
+#include "runtime/exec/cuda/cuda_backend.hpp"
+#include "runtime/exec/cuda/cuda_check.hpp"
+#include "runtime/exec/cuda/cuda_device.hpp"
+#include "runtime/exec/cuda/elementwise.hpp"
+#include "runtime/exec/cuda/gather.hpp"
+#include "runtime/exec/cuda/gemm.hpp"
+#include "runtime/exec/cuda/rows.hpp"
+#include "runtime/exec/dropout_mask.hpp"
+
+namespace ptsim::runtime {
+namespace {
+
+using models::Op;
+using models::OpKind;
+using models::TaskGraph;
+
+int64_t elements(const TaskGraph& g, int id) { return g.tensor(id).elements(); }
+int64_t last_dim(const TaskGraph& g, int id) {
+  const auto& s = g.tensor(id).shape;
+  return s.empty() ? 1 : s.back();
+}
+
+class CudaBackend final : public cuda::CudaDevice {
+ public:
+  using CudaDevice::CudaDevice;
+  const char* name() const override { return "cuda-f32"; }
+
+  void run(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
+           const OpContext& context) override {
+    launch(g, op, in, out, context);
+    cuda::check_launch(models::to_string(op.kind));
+  }
+
+ private:
+  void launch(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
+              const OpContext& context) {
+    auto x = [&](size_t i) { return static_cast<const float*>(in[i]); };
+    auto ids = [&](size_t i) { return static_cast<const int32_t*>(in[i]); };
+    auto y = [&](size_t i) { return static_cast<float*>(out[i]); };
+    const models::OpAttrs& a = op.attrs;
+    const cudaStream_t s = compute_stream();
+    switch (op.kind) {
+      case OpKind::embedding: {  // table (V,H), ids (M) → y (M,H)
+        const auto& table = g.tensor(op.inputs[0]).shape;
+        cuda::launch_embedding_forward(y(0), x(0), ids(1), elements(g, op.inputs[1]), table.at(1), table.at(0),
+                                       device_error(), s);
+        break;
+      }
+      case OpKind::embedding_backward: {  // dy (M,H), ids (M) → dtable (V,H) +=
+        const auto& table = g.tensor(op.outputs[0]).shape;
+        segments_add(y(0), x(0), ids(1), elements(g, op.inputs[1]), table.at(1), table.at(0),
+                     cuda::DeviceErrorKind::token_id);
+        break;
+      }
+      case OpKind::gemm:
+        check_gemm(g, op);
+        cuda::gemm_forward(cublas(), y(0), x(0), x(1), a.gemm.has_bias ? x(2) : nullptr, a.gemm, op.tf32_math, s);
+        break;
+      case OpKind::batched_gemm:
+        check_gemm(g, op);
+        cuda::batched_gemm_forward(cublas(), y(0), x(0), x(1), a.gemm, op.tf32_math);
+        break;
+      case OpKind::bias_grad: {  // dy (M,N) → dbias (N) +=
+        const int64_t N = elements(g, op.outputs[0]), M = elements(g, op.inputs[0]) / N;
+        cuda::launch_bias_grad(y(0), x(0), M, N, scratch(cuda::column_sums_scratch_bytes(M, N)), s);
+        break;
+      }
+      case OpKind::add: {
+        std::vector<const float*> xs;
+        for (size_t i = 0; i < in.size(); ++i) xs.push_back(x(i));
+        cuda::launch_add(y(0), xs, elements(g, op.outputs[0]), s);
+        break;
+      }
+      case OpKind::layernorm: {  // x (M,N), gamma, beta → y, mean (M), rstd (M)
+        const int64_t N = last_dim(g, op.inputs[0]);
+        cuda::launch_layernorm_forward(y(0), y(1), y(2), x(0), x(1), x(2), elements(g, op.inputs[0]) / N, N,
+                                       a.epsilon, s);
+        break;
+      }
+      case OpKind::layernorm_backward: {  // dy, x, gamma, mean, rstd → dx, dgamma +=, dbeta +=
+        const int64_t N = last_dim(g, op.inputs[1]), M = elements(g, op.inputs[1]) / N;
+        cuda::launch_layernorm_backward(y(0), y(1), y(2), x(0), x(1), x(2), x(3), x(4), M, N,
+                                        scratch(2 * cuda::column_sums_scratch_bytes(M, N)), s);
+        break;
+      }
+      case OpKind::softmax: {  // scores (B·nh,S,S), (mask (B,S)) → probs
+        const int64_t cols = last_dim(g, op.inputs[0]);
+        cuda::launch_softmax_forward(y(0), x(0), elements(g, op.inputs[0]) / cols, cols,
+                                     in.size() > 1 ? ids(1) : nullptr, a.heads > 0 ? a.heads : 1,
+                                     a.seq > 0 ? a.seq : cols, a.causal, s);
+        break;
+      }
+      case OpKind::softmax_backward: {  // dprobs, probs → dscores
+        const int64_t cols = last_dim(g, op.inputs[1]);
+        cuda::launch_softmax_backward(y(0), x(0), x(1), elements(g, op.inputs[1]) / cols, cols, s);
+        break;
+      }
+      case OpKind::dropout: {  // x → y, mask (u8)
+        const uint64_t key = dropout_key(context.seed, context.step, context.micro_step, a.rng_stream);
+        cuda::launch_dropout_forward(y(0), static_cast<uint8_t*>(out[1]), x(0), elements(g, op.inputs[0]),
+                                     a.dropout_p, key, s);
+        break;
+      }
+      case OpKind::dropout_backward:  // dy, mask → dx
+        cuda::launch_dropout_backward(y(0), x(0), static_cast<const uint8_t*>(in[1]), elements(g, op.inputs[0]),
+                                      a.dropout_p, s);
+        break;
+      case OpKind::gelu: cuda::launch_gelu_forward(y(0), x(0), elements(g, op.inputs[0]), a.gelu_tanh, s); break;
+      case OpKind::gelu_backward:
+        cuda::launch_gelu_backward(y(0), x(0), x(1), elements(g, op.inputs[0]), a.gelu_tanh, s);
+        break;
+      case OpKind::tanh: cuda::launch_tanh_forward(y(0), x(0), elements(g, op.inputs[0]), s); break;
+      case OpKind::tanh_backward: cuda::launch_tanh_backward(y(0), x(0), x(1), elements(g, op.inputs[0]), s); break;
+      case OpKind::split_heads:
+        check_heads(g, op);
+        cuda::launch_split_heads(y(0), x(0), a.batch, a.seq, a.heads, a.head_dim, s);
+        break;
+      case OpKind::merge_heads:
+        check_heads(g, op);
+        cuda::launch_merge_heads(y(0), x(0), a.batch, a.seq, a.heads, a.head_dim, s);
+        break;
+      case OpKind::gather_rows: {  // x (M,N), index (P) → y (P,N)
+        const int64_t N = last_dim(g, op.inputs[0]);
+        cuda::launch_gather_rows_forward(y(0), x(0), ids(1), elements(g, op.inputs[1]), elements(g, op.inputs[0]) / N,
+                                         N, device_error(), s);
+        break;
+      }
+      case OpKind::gather_rows_backward: {  // dy (P,N), index (P) → dx (M,N), zeros where not gathered
+        const int64_t N = last_dim(g, op.outputs[0]);
+        const int64_t M = elements(g, op.outputs[0]) / N;
+        PTSIM_CUDA_CHECK(cudaMemsetAsync(y(0), 0, static_cast<size_t>(M * N) * sizeof(float), s));
+        segments_add(y(0), x(0), ids(1), elements(g, op.inputs[1]), N, M, cuda::DeviceErrorKind::gather_index);
+        break;
+      }
+      case OpKind::cross_entropy: {  // logits (P,C), labels (P) → loss (1), lse (P)
+        const int64_t C = last_dim(g, op.inputs[0]), P = elements(g, op.inputs[0]) / C;
+        cuda::launch_cross_entropy_forward(y(0), y(1), x(0), ids(1), P, C, a.valid_classes,
+                                           scratch(cuda::cross_entropy_scratch_bytes(P)), device_error(), s);
+        break;
+      }
+      case OpKind::cross_entropy_backward: {  // dloss (1), logits, labels, lse → dlogits
+        const int64_t C = last_dim(g, op.inputs[1]), P = elements(g, op.inputs[1]) / C;
+        cuda::launch_cross_entropy_backward(y(0), x(0), x(1), ids(2), x(3), P, C, a.valid_classes, scratch(16),
+                                            device_error(), s);
+        break;
+      }
+      default:
+        throw std::invalid_argument(
+            fmt::format("the CUDA backend does not run op kind {} ({})", models::to_string(op.kind), op.name));
+    }
+  }
+
+  // dst[index[m]] += src[m] (rows of H), deterministically (row_segments.cu).
+  void segments_add(float* dst, const float* src, const int32_t* index, int64_t M, int64_t H, int64_t V,
+                    cuda::DeviceErrorKind bad) {
+    const size_t bytes = cuda::row_segments_scratch_bytes(M, V);
+    cuda::launch_row_segments_add(dst, src, index, M, H, V, bad, scratch(bytes), bytes, device_error(),
+                                  compute_stream());
+  }
+
+  // Shapes must agree with the attributes, or the kernels would read past a buffer (as CpuBackend checks).
+  static void check_gemm(const TaskGraph& g, const Op& op) {
+    const models::GemmAttrs& a = op.attrs.gemm;
+    const int64_t batch = op.kind == OpKind::batched_gemm ? a.batch : 1;
+    auto expect = [&](int id, int64_t want, const char* what) {
+      if (elements(g, id) != want)
+        throw std::logic_error(fmt::format("op {}: {} '{}' has {} elements, the gemm attributes need {}", op.name,
+                                           what, g.tensor(id).name, elements(g, id), want));
+    };
+    expect(op.inputs.at(0), batch * a.m * a.k, "A");
+    expect(op.inputs.at(1), batch * a.k * a.n, "B");
+    expect(op.outputs.at(0), batch * a.m * a.n, "C");
+    if (a.has_bias) expect(op.inputs.at(2), a.n, "bias");
+  }
+  static void check_heads(const TaskGraph& g, const Op& op) {
+    const models::OpAttrs& a = op.attrs;
+    const int64_t want = a.batch * a.seq * a.heads * a.head_dim;
+    if (elements(g, op.inputs.at(0)) != want || elements(g, op.outputs.at(0)) != want)
+      throw std::logic_error(fmt::format("op {}: tensors do not match batch·seq·heads·head_dim = {}", op.name, want));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(ComputeType compute) {
+  if (compute != ComputeType::f32)
+    throw core::InputError("backend 'cuda' computes in f32 only (f64 runs on the cpu backend)");
+  if (cuda_device_count() == 0)
+    throw core::InputError("backend 'cuda': no CUDA device was found (cudaGetDeviceCount reports none; use --backend cpu)");
+  return std::make_unique<CudaBackend>(0);
+}
+
+}  // namespace ptsim::runtime

@@ -1,0 +1,18 @@
+// runtime/exec/cuda/cuda_backend.hpp — the CUDA backend's factory, for make_backend (cpu_device.cpp) in
+// builds with the CUDA backend (PTSIM_HAVE_CUDA). Host-only header: no CUDA types.
+// The backend itself: cuda_device.* (memory, streams, events, step-tail vector ops) and
+// cuda_backend.cpp (the compute ops on the kernels of this folder); docs/cuda-backend.md.
+#pragma once
+#include <memory>
+
+#include "runtime/exec/backend.hpp"
+
+namespace ptsim::runtime {
+
+// The number of CUDA devices the driver reports (0 when there is no driver or no device).
+int cuda_device_count();
+// A CUDA backend on device 0, computing in f32. Throws core::InputError when no CUDA device was found or
+// compute is f64 (the CUDA backend runs f32 only; f64 is the CPU's check precision).
+std::unique_ptr<Backend> make_cuda_backend(ComputeType compute);
+
+}  // namespace ptsim::runtime

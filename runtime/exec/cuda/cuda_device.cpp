@@ -1,0 +1,236 @@
+// runtime/exec/cuda/cuda_device.cpp — CudaDevice (see the header), cuda_device_count and the device
+// error record's message.
+#include "runtime/exec/cuda/cuda_device.hpp"
+
+#include <cublas_v2.h>
+#include <fmt/format.h>
+
+#include <new>
+#include <stdexcept>
+
+#include "core/error.hpp"
+#include "runtime/exec/cpu_parallel.hpp"  // defines: kChunkElements (the sum of squares' chunks)
+#include "runtime/exec/cuda/cuda_backend.hpp"
+#include "runtime/exec/cuda/cuda_check.hpp"
+#include "runtime/exec/cuda/vector_ops.hpp"
+#include "runtime/exec/precision.hpp"
+
+namespace ptsim::runtime {
+
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();  // no driver / no device: not sticky, clear it
+    return 0;
+  }
+  return count;
+}
+
+}  // namespace ptsim::runtime
+
+namespace ptsim::runtime::cuda {
+namespace {
+// cuBLAS's workspace: 32 MiB, what NVIDIA recommends for Hopper (cuBLAS docs, cublasSetWorkspace).
+constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
+}  // namespace
+
+CudaDevice::CudaDevice(int device) : device_(device) {
+  PTSIM_CUDA_CHECK(cudaSetDevice(device_));
+  cudaStream_t compute = nullptr;
+  PTSIM_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+  streams_.push_back(compute);
+  PTSIM_CUBLAS_CHECK(cublasCreate(&cublas_));
+  PTSIM_CUBLAS_CHECK(cublasSetStream(cublas_, compute));
+  PTSIM_CUDA_CHECK(cudaMalloc(&cublas_workspace_, kCublasWorkspaceBytes));
+  PTSIM_CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes));
+  PTSIM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&error_), sizeof(DeviceError)));
+  PTSIM_CUDA_CHECK(cudaMemset(error_, 0, sizeof(DeviceError)));
+  PTSIM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&norm_result_), sizeof(double)));
+}
+
+// Teardown ignores errors: a destructor must not throw, and after a sticky error nothing can be freed anyway.
+CudaDevice::~CudaDevice() {
+  (void)cudaDeviceSynchronize();
+  for (void* p : buffers_)
+    if (p) (void)cudaFree(p);
+  for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
+  if (cublas_) (void)cublasDestroy(cublas_);
+  for (cudaStream_t s : streams_) (void)cudaStreamDestroy(s);
+  (void)cudaFree(cublas_workspace_);
+  (void)cudaFree(error_);
+  (void)cudaFree(norm_result_);
+  (void)cudaFree(scratch_);
+}
+
+DeviceBuffer CudaDevice::allocate(size_t bytes) {
+  void* p = nullptr;
+  if (bytes > 0) {
+    const cudaError_t status = cudaMalloc(&p, bytes);
+    if (status == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();  // out of memory is not sticky: clear it, report as Backend says
+      throw std::bad_alloc();
+    }
+    check_cuda(status, "cudaMalloc");
+    PTSIM_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, compute_stream()));
+  }
+  buffers_.push_back(p);
+  sizes_.push_back(bytes);
+  live_.push_back(1);
+  return {static_cast<int32_t>(buffers_.size() - 1), bytes};
+}
+
+void CudaDevice::free(DeviceBuffer buffer) {
+  if (buffer.id < 0 || static_cast<size_t>(buffer.id) >= buffers_.size()) return;
+  const auto id = static_cast<size_t>(buffer.id);
+  if (buffers_[id]) {
+    PTSIM_CUDA_CHECK(cudaStreamSynchronize(compute_stream()));  // queued kernels may still use it
+    PTSIM_CUDA_CHECK(cudaFree(buffers_[id]));
+  }
+  buffers_[id] = nullptr;
+  sizes_[id] = 0;
+  live_[id] = 0;
+}
+
+std::byte* CudaDevice::checked(const DeviceSpan& span) const {
+  const auto id = static_cast<size_t>(span.buffer.id);
+  if (span.buffer.id < 0 || id >= buffers_.size() || !live_[id])
+    throw std::logic_error(fmt::format("cuda backend: buffer {} is not allocated", span.buffer.id));
+  if (span.offset + span.bytes > sizes_[id])
+    throw std::logic_error(fmt::format("cuda backend: bytes [{}, {}) are outside buffer {} of {} bytes", span.offset,
+                                       span.offset + span.bytes, span.buffer.id, sizes_[id]));
+  return buffers_[id] ? static_cast<std::byte*>(buffers_[id]) + span.offset : nullptr;
+}
+
+void* CudaDevice::kernel_address(const DeviceSpan& span) { return checked(span); }
+
+void CudaDevice::copy_to_device(const DeviceSpan& dst, const void* src) {
+  if (dst.bytes == 0) return;
+  PTSIM_CUDA_CHECK(cudaMemcpyAsync(checked(dst), src, dst.bytes, cudaMemcpyHostToDevice, compute_stream()));
+  PTSIM_CUDA_CHECK(cudaStreamSynchronize(compute_stream()));
+}
+
+void CudaDevice::copy_to_host(void* dst, const DeviceSpan& src) {
+  if (src.bytes > 0)
+    PTSIM_CUDA_CHECK(cudaMemcpyAsync(dst, checked(src), src.bytes, cudaMemcpyDeviceToHost, compute_stream()));
+  PTSIM_CUDA_CHECK(cudaStreamSynchronize(compute_stream()));
+  raise_device_errors();
+}
+
+void CudaDevice::copy(const DeviceSpan& dst, const DeviceSpan& src) {
+  if (dst.bytes != src.bytes)
+    throw std::logic_error(fmt::format("cuda backend: copy of {} bytes into a span of {}", src.bytes, dst.bytes));
+  if (dst.bytes > 0)
+    PTSIM_CUDA_CHECK(
+        cudaMemcpyAsync(checked(dst), checked(src), dst.bytes, cudaMemcpyDeviceToDevice, compute_stream()));
+}
+
+void CudaDevice::fill_zero(const DeviceSpan& span) {
+  if (span.bytes > 0) PTSIM_CUDA_CHECK(cudaMemsetAsync(checked(span), 0, span.bytes, compute_stream()));
+}
+
+cudaStream_t CudaDevice::stream_of(Stream stream) const {
+  if (stream.id < 0 || static_cast<size_t>(stream.id) >= streams_.size())
+    throw std::logic_error(fmt::format("cuda backend: stream {} was not created", stream.id));
+  return streams_[static_cast<size_t>(stream.id)];
+}
+
+Stream CudaDevice::create_stream() {
+  cudaStream_t s = nullptr;
+  PTSIM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  streams_.push_back(s);
+  return {static_cast<int32_t>(streams_.size() - 1)};
+}
+
+Event CudaDevice::create_event() {
+  cudaEvent_t e = nullptr;
+  PTSIM_CUDA_CHECK(cudaEventCreate(&e));  // timing enabled: elapsed_seconds reads it
+  events_.push_back(e);
+  return {static_cast<int32_t>(events_.size() - 1)};
+}
+
+void CudaDevice::record(Event event, Stream stream) {
+  PTSIM_CUDA_CHECK(cudaEventRecord(events_.at(static_cast<size_t>(event.id)), stream_of(stream)));
+}
+
+void CudaDevice::wait(Stream stream, Event event) {
+  PTSIM_CUDA_CHECK(cudaStreamWaitEvent(stream_of(stream), events_.at(static_cast<size_t>(event.id)), 0));
+}
+
+double CudaDevice::elapsed_seconds(Event start, Event stop) {
+  cudaEvent_t b = events_.at(static_cast<size_t>(start.id)), e = events_.at(static_cast<size_t>(stop.id));
+  PTSIM_CUDA_CHECK(cudaEventSynchronize(e));
+  float ms = 0.0f;
+  PTSIM_CUDA_CHECK(cudaEventElapsedTime(&ms, b, e));
+  return static_cast<double>(ms) / 1e3;
+}
+
+void CudaDevice::synchronize(Stream stream) {
+  PTSIM_CUDA_CHECK(cudaStreamSynchronize(stream_of(stream)));
+  raise_device_errors();
+}
+
+void CudaDevice::round_to_dtype(const DeviceSpan& span, models::DType dtype) {
+  if (!is_16bit_float(dtype) || span.bytes == 0) return;
+  launch_round_to_16bit(reinterpret_cast<float*>(checked(span)), span.bytes / sizeof(float),
+                        dtype == models::DType::bf16, compute_stream());
+  check_launch("round_to_16bit");
+}
+
+void CudaDevice::scale(const DeviceSpan& span, double factor) {
+  if (span.bytes == 0) return;
+  launch_scale(reinterpret_cast<float*>(checked(span)), span.bytes / sizeof(float), static_cast<float>(factor),
+               compute_stream());
+  check_launch("scale");
+}
+
+double CudaDevice::sum_of_squares(const DeviceSpan& span) {
+  if (span.bytes == 0) return 0.0;
+  const size_t n = span.bytes / sizeof(float);
+  auto* partials = static_cast<double*>(scratch(cpu::chunk_count(n) * sizeof(double)));
+  launch_sum_of_squares(norm_result_, partials, reinterpret_cast<const float*>(checked(span)), n, cpu::kChunkElements,
+                        compute_stream());
+  check_launch("sum_of_squares");
+  double result = 0.0;
+  PTSIM_CUDA_CHECK(cudaMemcpyAsync(&result, norm_result_, sizeof(double), cudaMemcpyDeviceToHost, compute_stream()));
+  PTSIM_CUDA_CHECK(cudaStreamSynchronize(compute_stream()));
+  return result;
+}
+
+void* CudaDevice::scratch(size_t bytes) {
+  if (bytes <= scratch_bytes_) return scratch_;
+  PTSIM_CUDA_CHECK(cudaStreamSynchronize(compute_stream()));  // the old scratch may be in use
+  PTSIM_CUDA_CHECK(cudaFree(scratch_));
+  scratch_ = nullptr;
+  scratch_bytes_ = 0;
+  const size_t grown = bytes + bytes / 2;
+  const cudaError_t status = cudaMalloc(&scratch_, grown);
+  if (status == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    throw std::bad_alloc();
+  }
+  check_cuda(status, "cudaMalloc (scratch)");
+  scratch_bytes_ = grown;
+  return scratch_;
+}
+
+void CudaDevice::raise_device_errors() {
+  DeviceError e;
+  PTSIM_CUDA_CHECK(cudaMemcpy(&e, error_, sizeof(DeviceError), cudaMemcpyDeviceToHost));
+  if (e.kind == 0) return;
+  PTSIM_CUDA_CHECK(cudaMemset(error_, 0, sizeof(DeviceError)));
+  switch (static_cast<DeviceErrorKind>(e.kind)) {
+    case DeviceErrorKind::token_id:
+      throw core::InputError(fmt::format("token id {} at row {} is outside the embedding table's {} rows", e.value,
+                                         e.position, e.limit));
+    case DeviceErrorKind::gather_index:
+      throw core::InputError(
+          fmt::format("gather index {} at position {} is outside [0, {})", e.value, e.position, e.limit));
+    case DeviceErrorKind::label:
+      throw core::InputError(
+          fmt::format("label {} at row {} is outside [0, {}) (or -1 to ignore)", e.value, e.position, e.limit));
+    case DeviceErrorKind::none: break;
+  }
+  throw std::logic_error(fmt::format("cuda backend: unknown device error kind {}", e.kind));
+}
+
+}  // namespace ptsim::runtime::cuda

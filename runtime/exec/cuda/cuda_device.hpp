@@ -1,0 +1,75 @@
+// runtime/exec/cuda/cuda_device.hpp — the memory, stream/event and step-tail half of the CUDA backend
+// (the counterpart of cpu_device.hpp): cudaMalloc'd buffers in a table indexed by DeviceBuffer::id (zero
+// filled; cudaMalloc aligns to 256 bytes), copies on the compute stream (host copies complete before they
+// return), streams and timing events, the deterministic sum of squares, and the device error record that
+// kernels report bad input into (checked at every synchronising call). CudaBackend (cuda_backend.cpp)
+// derives from it and adds the compute ops. Every CUDA call is checked (cuda_check.hpp).
+#pragma once
+#include <cublas_api.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "runtime/exec/backend.hpp"
+#include "runtime/exec/cuda/device_error.hpp"
+
+namespace ptsim::runtime::cuda {
+
+class CudaDevice : public Backend {
+ public:
+  // Device `device`; the caller has checked that it exists.
+  explicit CudaDevice(int device);
+  ~CudaDevice() override;
+  CudaDevice(const CudaDevice&) = delete;
+  CudaDevice& operator=(const CudaDevice&) = delete;
+  ComputeType compute() const override { return ComputeType::f32; }
+
+  DeviceBuffer allocate(size_t bytes) override;
+  void free(DeviceBuffer buffer) override;
+  void* kernel_address(const DeviceSpan& span) override;
+  bool host_addressable() const override { return false; }
+  void copy_to_device(const DeviceSpan& dst, const void* src) override;
+  void copy_to_host(void* dst, const DeviceSpan& src) override;
+  void copy(const DeviceSpan& dst, const DeviceSpan& src) override;
+  void fill_zero(const DeviceSpan& span) override;
+
+  Stream create_stream() override;
+  Event create_event() override;
+  void record(Event event, Stream stream = {}) override;
+  void wait(Stream stream, Event event) override;
+  double elapsed_seconds(Event start, Event stop) override;
+  void synchronize(Stream stream = {}) override;
+
+  void round_to_dtype(const DeviceSpan& span, models::DType dtype) override;
+  void scale(const DeviceSpan& span, double factor) override;
+  double sum_of_squares(const DeviceSpan& span) override;
+
+ protected:
+  cudaStream_t compute_stream() const { return streams_[0]; }
+  cublasHandle_t cublas() const { return cublas_; }
+  DeviceError* device_error() const { return error_; }
+  // At least `bytes` of device scratch for one op (valid until the next call; grows by reallocating after
+  // a stream synchronisation).
+  void* scratch(size_t bytes);
+  // Throws core::InputError for a bad id/index/label a kernel reported (and clears the record).
+  void raise_device_errors();
+
+ private:
+  std::byte* checked(const DeviceSpan& span) const;
+  cudaStream_t stream_of(Stream stream) const;
+  int device_;
+  std::vector<void*> buffers_;  // [id]; null once freed (or for a 0-byte buffer)
+  std::vector<size_t> sizes_;
+  std::vector<char> live_;
+  std::vector<cudaStream_t> streams_;  // [0]: the compute stream
+  std::vector<cudaEvent_t> events_;
+  cublasHandle_t cublas_ = nullptr;
+  void* cublas_workspace_ = nullptr;
+  DeviceError* error_ = nullptr;   // device memory
+  double* norm_result_ = nullptr;  // device: sum_of_squares' one double
+  void* scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+};
+
+}  // namespace ptsim::runtime::cuda

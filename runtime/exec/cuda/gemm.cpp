@@ -1,0 +1,43 @@
+// runtime/exec/cuda/gemm.cpp — GEMMs on cuBLAS for the CUDA backend (gemm.hpp): the row-major graph GEMM
+// mapped onto one column-major cuBLAS call by column_major_gemm (gemm_layout.hpp, tested on the CPU), beta
+// = 1 when the op accumulates (C +=), then the bias rows.
+#include "runtime/exec/cuda/gemm.hpp"
+
+#include "runtime/exec/cuda/cuda_check.hpp"
+#include "runtime/exec/cuda/elementwise.hpp"
+#include "runtime/exec/cuda/gemm_layout.hpp"
+
+namespace ptsim::runtime::cuda {
+namespace {
+
+cublasComputeType_t compute_type(bool tf32) { return tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; }
+cublasOperation_t op(bool trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; }
+int as_int(int64_t v) { return static_cast<int>(v); }
+
+}  // namespace
+
+void gemm_forward(cublasHandle_t handle, float* C, const float* A, const float* B, const float* bias,
+                  const models::GemmAttrs& a, bool tf32, cudaStream_t stream) {
+  const ColumnMajorGemm c = column_major_gemm(a);
+  const float alpha = static_cast<float>(a.alpha), beta = a.accumulate ? 1.0f : 0.0f;
+  PTSIM_CUBLAS_CHECK(cublasGemmEx(handle, op(c.trans_first), op(c.trans_second), as_int(c.rows), as_int(c.cols),
+                                  as_int(c.inner), &alpha, B, CUDA_R_32F, as_int(c.ld_first), A, CUDA_R_32F,
+                                  as_int(c.ld_second), &beta, C, CUDA_R_32F, as_int(c.ld_out), compute_type(tf32),
+                                  CUBLAS_GEMM_DEFAULT));
+  if (a.has_bias) {
+    launch_add_bias_rows(C, bias, a.m, a.n, stream);
+    check_launch("add_bias_rows");
+  }
+}
+
+void batched_gemm_forward(cublasHandle_t handle, float* C, const float* A, const float* B,
+                          const models::GemmAttrs& a, bool tf32) {
+  const ColumnMajorGemm c = column_major_gemm(a);
+  const float alpha = static_cast<float>(a.alpha), beta = a.accumulate ? 1.0f : 0.0f;
+  PTSIM_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      handle, op(c.trans_first), op(c.trans_second), as_int(c.rows), as_int(c.cols), as_int(c.inner), &alpha, B,
+      CUDA_R_32F, as_int(c.ld_first), c.stride_first, A, CUDA_R_32F, as_int(c.ld_second), c.stride_second, &beta, C,
+      CUDA_R_32F, as_int(c.ld_out), c.stride_out, as_int(a.batch), compute_type(tf32), CUBLAS_GEMM_DEFAULT));
+}
+
+}  // namespace ptsim::runtime::cuda
