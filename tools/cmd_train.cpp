@@ -1,6 +1,6 @@
 // tools/cmd_train.cpp — `ptsim train`: execute BERT pretraining for real on the CPU backend, one process
-// per data-parallel rank (mpirun -np N ptsim train ...). Parses flags, sets up the communicator (MPI when
-// launched by an MPI launcher, else a single process) and the signal handlers, and calls
+// per data-parallel rank (mpirun -np N ptsim train ...). Parses flags, sets up the communicator (--comm:
+// NCCL, MPI or a single process, runtime/comm/comm_choice.hpp) and the signal handlers, and calls
 // runtime::run_training (runtime/train/trainer.*). Flags and file formats: docs/training.md.
 #include <fmt/format.h>
 
@@ -14,10 +14,13 @@
 
 #include "core/checked_math.hpp"  // defines: check_range, ranges::bucket_mib
 #include "core/error.hpp"
+#include "runtime/comm/comm_choice.hpp"
+#include "runtime/comm/comm_deadline.hpp"
 #ifdef PTSIM_HAVE_CUDA
 #include "runtime/exec/cuda/cuda_backend.hpp"  // defines: cuda_device_count
 #endif
 #include "runtime/comm/mpi_communicator.hpp"
+#include "runtime/comm/nccl_communicator.hpp"
 #include "runtime/comm/single_process_communicator.hpp"
 #include "runtime/train/trainer.hpp"
 #include "tools/cli_support.hpp"
@@ -59,6 +62,45 @@ int default_threads(int world) {
   return std::max(1, cores / local);
 }
 
+// One rank failing must not leave the others blocked in a collective: report and end them all (MPI_Abort).
+// An input error exits 2, a communication failure or internal error 1. Returns when there is one rank.
+void end_all_ranks_if_parallel(const std::exception& e, int rank, int world) {
+#ifdef PTSIM_HAVE_MPI
+  if (world <= 1) return;
+  const bool input = dynamic_cast<const core::InputError*>(&e) != nullptr;
+  const bool comm_failure = dynamic_cast<const runtime::CommFailure*>(&e) != nullptr;
+  fmt::print(stderr, "{}rank {}: {}\n",
+             input ? "error: " : comm_failure ? "error: communication failed: " : "internal error: ", rank, e.what());
+  std::fflush(stderr);
+  runtime::MpiSession::abort(input ? 2 : 1);
+#else
+  (void)e;
+  (void)rank;
+  (void)world;
+#endif
+}
+
+// The communicator `kind` (comm_choice.hpp); have_mpi_session: an MpiSession is live (launched by MPI).
+std::unique_ptr<runtime::Communicator> make_communicator(runtime::CommKind kind, bool have_mpi_session) {
+  switch (kind) {
+#ifdef PTSIM_HAVE_MPI
+    case runtime::CommKind::mpi: return std::make_unique<runtime::MpiCommunicator>();
+#endif
+#ifdef PTSIM_HAVE_NCCL
+    case runtime::CommKind::nccl: {
+      runtime::NcclSetup setup;
+      setup.use_mpi = have_mpi_session;
+      setup.timeout = runtime::comm_timeout_from_env(std::getenv("PTSIM_COMM_TIMEOUT_S"));
+      return std::make_unique<runtime::NcclCommunicator>(setup);
+    }
+#endif
+    case runtime::CommKind::single: return std::make_unique<runtime::SingleProcessCommunicator>();
+    default: break;
+  }
+  (void)have_mpi_session;
+  throw std::logic_error(fmt::format("ptsim train: communicator {} is not in this build", runtime::to_string(kind)));
+}
+
 }  // namespace
 
 int run_train_command(int argc, char** argv) {
@@ -70,8 +112,13 @@ int run_train_command(int argc, char** argv) {
   std::string optimizer = "lamb";
   std::string precision = "fp32";
   std::string schedule = "poly";
+  std::string comm_name = "auto";
   bool no_dropout = false, no_clipping = false, no_shuffle = false, quiet = false, no_comm_overlap = false;
   app.add_option("--backend", backend, "cpu | cuda (cuda: builds with the CUDA backend only)")->capture_default_str();
+  app.add_option("--comm", comm_name,
+                 "auto | mpi | nccl: the data-parallel communicator (auto: NCCL for --backend cuda under mpirun "
+                 "when built with NCCL, else MPI under mpirun, else none; docs/nccl.md)")
+      ->capture_default_str();
   app.add_option("--model", c.model, "built-in model name or JSON path; vocab_size is taken from the data")
       ->capture_default_str();
   app.add_option("--data", c.data_dir, "dataset directory written by 'ptsim data prepare'")->required();
@@ -131,19 +178,36 @@ int run_train_command(int argc, char** argv) {
   c.clipping = !no_clipping;
   c.shuffle = !no_shuffle;
 
+  const runtime::CommKind requested_comm = runtime::parse_comm_kind(comm_name, "ptsim train: --comm");
+  runtime::CommContext context;
+  context.launched_by_mpi = runtime::launched_by_mpi();
   std::unique_ptr<runtime::Communicator> comm;
+  bool have_mpi_session = false;
+  int world_rank = 0;
 #ifdef PTSIM_HAVE_MPI
+  context.built_with_mpi = true;
   std::unique_ptr<runtime::MpiSession> mpi;
-  if (runtime::launched_by_mpi()) {
+  if (context.launched_by_mpi) {
     mpi = std::make_unique<runtime::MpiSession>();
-    comm = std::make_unique<runtime::MpiCommunicator>();
+    have_mpi_session = true;
+    const runtime::MpiCommunicator world;
+    context.world_size = world.size();
+    world_rank = world.rank();
   }
 #else
-  if (runtime::launched_by_mpi() && std::getenv("PTSIM_IGNORE_MPI") == nullptr)
+  if (context.launched_by_mpi && std::getenv("PTSIM_IGNORE_MPI") == nullptr)
     throw core::InputError("ptsim train: started by an MPI launcher, but this ptsim was built without MPI "
                            "(install libopenmpi-dev and rebuild; or set PTSIM_IGNORE_MPI=1 to run independent copies)");
 #endif
-  if (!comm) comm = std::make_unique<runtime::SingleProcessCommunicator>();
+#ifdef PTSIM_HAVE_NCCL
+  context.built_with_nccl = true;
+#endif
+  try {
+    comm = make_communicator(runtime::choose_communicator(requested_comm, c.backend, context), have_mpi_session);
+  } catch (const std::exception& e) {
+    end_all_ranks_if_parallel(e, world_rank, context.world_size);
+    throw;
+  }
   if (no_comm_overlap && comm->size() == 1)
     throw core::InputError("ptsim train: --no-comm-overlap applies to data-parallel runs (mpirun -np N, N > 1); "
                            "with one rank there is no gradient all-reduce");
@@ -161,15 +225,7 @@ int run_train_command(int argc, char** argv) {
   try {
     s = runtime::run_training(c, *comm, quiet ? nullptr : stderr);
   } catch (const std::exception& e) {
-#ifdef PTSIM_HAVE_MPI
-    // One rank failing must not leave the others blocked in an all-reduce: report and end them all.
-    if (comm->size() > 1) {
-      const bool input = dynamic_cast<const core::InputError*>(&e) != nullptr;
-      fmt::print(stderr, "{}rank {}: {}\n", input ? "error: " : "internal error: ", comm->rank(), e.what());
-      std::fflush(stderr);
-      runtime::MpiSession::abort(input ? 2 : 1);
-    }
-#endif
+    end_all_ranks_if_parallel(e, comm->rank(), comm->size());
     throw;
   }
   if (comm->rank() == 0 && !quiet) {

@@ -1,6 +1,7 @@
 // runtime/comm/communicator.hpp — collective communication between data-parallel ranks.
 // Implementations: SingleProcessCommunicator (size 1), MpiCommunicator (runtime/comm/mpi_communicator.*,
-// when built with MPI); an NCCL one comes with the CUDA backend and overrides the backend-span all-reduce.
+// when built with MPI), NcclCommunicator (runtime/comm/nccl_communicator.*, when built with NCCL), which
+// overrides the backend-span all-reduces. Which one `ptsim train` uses: runtime/comm/comm_choice.hpp.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -39,7 +40,7 @@ class Communicator {
   // Results are those of all_reduce_sum. The executor starts each gradient bucket's sum from the last
   // micro-step's backward, as soon as the bucket's last gradient is written, and waits in the step tail.
   // This default runs the blocking all_reduce_sum at once (wait is then a no-op); MPI overrides both with
-  // MPI_Iallreduce / MPI_Wait, NCCL would enqueue on `stream` and make wait a stream dependency.
+  // MPI_Iallreduce / MPI_Wait, NCCL enqueues on `stream` and makes wait a bounded host wait (docs/nccl.md).
   virtual CommRequest start_all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType type, Stream stream);
   virtual void wait(CommRequest request);
   // Lets started collectives advance (MPI progresses non-blocking collectives only inside MPI calls): the

@@ -11,12 +11,15 @@
 #include <cstddef>
 #include <vector>
 
+#include "runtime/comm/cuda_stream_source.hpp"
 #include "runtime/exec/backend.hpp"
 #include "runtime/exec/cuda/device_error.hpp"
 
 namespace ptsim::runtime::cuda {
 
-class CudaDevice : public Backend {
+// Also a CudaStreamSource: the NCCL communicator (runtime/comm/nccl_communicator.*) enqueues its
+// all-reduces on the native stream behind a ptsim Stream.
+class CudaDevice : public Backend, public CudaStreamSource {
  public:
   // Device `device`; the caller has checked that it exists.
   explicit CudaDevice(int device);
@@ -40,6 +43,7 @@ class CudaDevice : public Backend {
   void wait(Stream stream, Event event) override;
   double elapsed_seconds(Event start, Event stop) override;
   void synchronize(Stream stream = {}) override;
+  void* cuda_stream(Stream stream) override { return stream_of(stream); }
 
   void round_to_dtype(const DeviceSpan& span, models::DType dtype) override;
   void scale(const DeviceSpan& span, double factor) override;

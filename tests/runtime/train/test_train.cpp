@@ -246,6 +246,14 @@ TEST_CASE("train: bad input exits 2 with a message naming the problem") {
       // Data-parallel flags with one rank: nothing to apply them to.
       {"train " + ok + " --no-comm-overlap", "--no-comm-overlap applies to data-parallel runs"},
       {"train " + ok + " --bucket-mib 1", "--bucket-mib applies to data-parallel runs"},
+      // The communicator (runtime/comm/comm_choice.hpp; every combination is in tests/runtime/comm).
+      {"train " + ok + " --comm nccl", "--comm nccl all-reduces CUDA device memory and needs --backend cuda"},
+      {"train " + ok + " --comm gloo", "--comm 'gloo' is unknown (expected auto | mpi | nccl)"},
+#ifdef PTSIM_HAVE_MPI
+      {"train " + ok + " --comm mpi", "--comm mpi needs an MPI launcher"},
+#else
+      {"train " + ok + " --comm mpi", "built without MPI"},
+#endif
   };
   for (const Case& c : cases) {
     const auto r = run_ptsim(c.args);

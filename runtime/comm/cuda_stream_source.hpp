@@ -1,0 +1,19 @@
+// runtime/comm/cuda_stream_source.hpp — what the NCCL communicator needs from a CUDA backend beyond the
+// Backend interface: the native cudaStream_t behind a ptsim Stream. A CUDA backend (runtime/exec/cuda/)
+// derives from both Backend and CudaStreamSource; the communicator finds it with dynamic_cast and refuses
+// any other backend. kernel_address() of such a backend must be a device pointer on the communicator's
+// device (the one NcclCommunicator selected with cudaSetDevice before the backend was created).
+// Header only, no CUDA headers: the handle travels as void* (a cudaStream_t is a pointer).
+#pragma once
+#include "runtime/exec/device_types.hpp"
+
+namespace ptsim::runtime {
+
+class CudaStreamSource {
+ public:
+  virtual ~CudaStreamSource() = default;
+  // The cudaStream_t of `stream` (Stream{0}: the compute stream), valid while the backend lives.
+  virtual void* cuda_stream(Stream stream) = 0;
+};
+
+}  // namespace ptsim::runtime

@@ -1,0 +1,284 @@
+// runtime/comm/nccl_communicator.cpp — NcclCommunicator (see the header): setup (device, unique id,
+// non-blocking ncclCommInitRankConfig), all-reduces enqueued on backend streams, bounded waits through
+// comm_deadline's await_collective with an NCCL probe (cudaEventQuery + ncclCommGetAsyncError).
+// Built only when meson found NCCL and cudart (runtime/meson.build), which also defines PTSIM_HAVE_NCCL.
+#include "runtime/comm/nccl_communicator.hpp"
+
+#ifdef PTSIM_HAVE_NCCL
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+#ifdef PTSIM_HAVE_MPI
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+#endif
+
+#include "core/error.hpp"
+#include "runtime/comm/comm_deadline.hpp"
+#include "runtime/comm/cuda_stream_source.hpp"
+#include "runtime/comm/local_device.hpp"
+#include "runtime/exec/backend.hpp"
+
+namespace ptsim::runtime {
+namespace {
+
+void check_cuda(cudaError_t code, const char* call) {
+  if (code == cudaSuccess) return;
+  throw CommFailure(fmt::format("{} failed: {} ({})", call, cudaGetErrorName(code), cudaGetErrorString(code)));
+}
+
+// ncclInProgress is not an error on a non-blocking communicator: the call finishes in the background and
+// the next await_collective polls it to the end.
+void check_nccl(ncclResult_t code, const char* call, ncclComm_t comm) {
+  if (code == ncclSuccess || code == ncclInProgress) return;
+  const char* last = comm != nullptr ? ncclGetLastError(comm) : ncclGetLastError(nullptr);
+  throw CommFailure(fmt::format("{} failed: {}{}{}", call, ncclGetErrorString(code),
+                                last != nullptr && *last != '\0' ? ": " : "", last != nullptr ? last : ""));
+}
+
+#ifdef PTSIM_HAVE_MPI
+void check_mpi(int code, const char* call) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  throw CommFailure(fmt::format("{} failed: {}", call, std::string(text, static_cast<size_t>(length))));
+}
+
+// The rank among MPI_COMM_WORLD's processes on this node, and how many there are.
+std::pair<int, int> mpi_local_rank() {
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+  int rank = 0, size = 1;
+  check_mpi(MPI_Comm_rank(node, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(node, &size), "MPI_Comm_size");
+  MPI_Comm_free(&node);
+  return {rank, size};
+}
+#endif
+
+ncclDataType_t nccl_type(models::DType dtype) {
+  switch (dtype) {
+    case models::DType::f32: return ncclFloat32;
+    case models::DType::f64: return ncclFloat64;
+    case models::DType::f16: return ncclFloat16;
+    case models::DType::bf16: return ncclBfloat16;
+    default: break;
+  }
+  throw std::invalid_argument(fmt::format("NcclCommunicator: cannot sum elements of dtype {}", models::to_string(dtype)));
+}
+
+// The communicator's outstanding work as await_collective sees it: NCCL's asynchronous state (a
+// non-blocking call still in progress, or an error from any rank's failure), then, if given, whether the
+// device has passed `event` (recorded after the collective).
+struct NcclProbe final : CommProbe {
+  ncclComm_t comm;
+  cudaEvent_t event;
+  bool* aborted;
+  NcclProbe(ncclComm_t c, cudaEvent_t e, bool* a) : comm(c), event(e), aborted(a) {}
+  CommPoll poll(std::string& why) override {
+    ncclResult_t state = ncclSuccess;
+    if (ncclResult_t r = ncclCommGetAsyncError(comm, &state); r != ncclSuccess) {
+      why = fmt::format("ncclCommGetAsyncError: {}", ncclGetErrorString(r));
+      return CommPoll::failed;
+    }
+    if (state == ncclInProgress) return CommPoll::pending;
+    if (state != ncclSuccess) {
+      const char* last = ncclGetLastError(comm);
+      why = fmt::format("{}{}{}", ncclGetErrorString(state), last && *last ? ": " : "", last ? last : "");
+      return CommPoll::failed;
+    }
+    if (event == nullptr) return CommPoll::done;
+    const cudaError_t q = cudaEventQuery(event);
+    if (q == cudaSuccess) return CommPoll::done;
+    if (q == cudaErrorNotReady) return CommPoll::pending;
+    why = fmt::format("cudaEventQuery: {} ({})", cudaGetErrorName(q), cudaGetErrorString(q));
+    return CommPoll::failed;
+  }
+  void abort() override {
+    if (*aborted) return;
+    *aborted = true;
+    ncclCommAbort(comm);  // frees the communicator; its result cannot change what we report
+  }
+};
+
+}  // namespace
+
+struct NcclCommunicator::State {
+  ncclComm_t comm = nullptr;
+  bool aborted = false;
+  std::chrono::milliseconds timeout{};
+  cudaStream_t host_stream = nullptr;  // the host all-reduces' stream
+  void* scratch = nullptr;             // their device buffer
+  size_t scratch_bytes = 0;
+  std::vector<cudaEvent_t> requests;   // [request id]: recorded after the all-reduce; null once waited for
+  std::vector<cudaEvent_t> unchecked;  // blocking-form all-reduces not yet seen finished
+
+  // Bounded wait for NCCL's state (and `event`, if any); CommFailure after ncclCommAbort otherwise.
+  void await(std::string_view what, cudaEvent_t event) {
+    if (aborted) throw CommFailure(fmt::format("{}: the NCCL communicator was aborted by an earlier failure", what));
+    NcclProbe probe(comm, event, &aborted);
+    await_collective(probe, what, timeout);
+  }
+  cudaEvent_t record_after(cudaStream_t stream) {
+    cudaEvent_t event = nullptr;
+    check_cuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    check_cuda(cudaEventRecord(event, stream), "cudaEventRecord");
+    return event;
+  }
+  void check_unchecked() {
+    for (cudaEvent_t& e : unchecked) {
+      await("ncclAllReduce (enqueued earlier)", e);
+      cudaEventDestroy(e);
+      e = nullptr;
+    }
+    unchecked.clear();
+  }
+  void enqueue_all_reduce(void* data, size_t count, ncclDataType_t type, cudaStream_t stream) {
+    check_nccl(ncclAllReduce(data, data, count, type, ncclSum, comm, stream), "ncclAllReduce", comm);
+    await("ncclAllReduce (enqueue)", nullptr);  // a non-blocking call must finish enqueueing before the next
+  }
+  // Host memory through the scratch buffer on host_stream; returns when the sum is back (bounded).
+  template <class T>
+  void host_all_reduce(std::span<T> data, ncclDataType_t type) {
+      State& s = *this;
+    s.check_unchecked();
+    const size_t bytes = data.size_bytes();
+    if (bytes == 0) return;
+    if (s.scratch_bytes < bytes) {
+      if (s.scratch != nullptr) check_cuda(cudaFree(s.scratch), "cudaFree");
+      s.scratch = nullptr;
+      s.scratch_bytes = 0;
+      check_cuda(cudaMalloc(&s.scratch, bytes), "cudaMalloc");
+      s.scratch_bytes = bytes;
+    }
+    check_cuda(cudaMemcpyAsync(s.scratch, data.data(), bytes, cudaMemcpyHostToDevice, s.host_stream), "cudaMemcpyAsync");
+    s.enqueue_all_reduce(s.scratch, data.size(), type, s.host_stream);
+    check_cuda(cudaMemcpyAsync(data.data(), s.scratch, bytes, cudaMemcpyDeviceToHost, s.host_stream), "cudaMemcpyAsync");
+    cudaEvent_t done = s.record_after(s.host_stream);
+    try {
+      s.await(fmt::format("ncclAllReduce of {} host bytes", bytes), done);
+    } catch (...) {
+      cudaEventDestroy(done);
+      throw;
+    }
+    cudaEventDestroy(done);
+  }
+};
+
+NcclCommunicator::NcclCommunicator(const NcclSetup& setup) : state_(std::make_unique<State>()) {
+  state_->timeout = setup.timeout;
+  int local_rank = 0, local_ranks = 1;
+  ncclUniqueId id{};
+  if (setup.use_mpi) {
+#ifdef PTSIM_HAVE_MPI
+    check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+    auto [mpi_local, mpi_locals] = mpi_local_rank();
+    local_rank = local_rank_from_env().value_or(mpi_local);
+    local_ranks = mpi_locals;
+#else
+    throw std::logic_error("NcclCommunicator: use_mpi in a build without MPI");
+#endif
+  }
+  int devices = 0;
+  if (cudaError_t e = cudaGetDeviceCount(&devices); e != cudaSuccess && e != cudaErrorNoDevice)
+    check_cuda(e, "cudaGetDeviceCount");
+  device_ = choose_local_device(local_rank, local_ranks, devices);
+  check_cuda(cudaSetDevice(device_), "cudaSetDevice");
+  if (rank_ == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId", nullptr);
+#ifdef PTSIM_HAVE_MPI
+  if (setup.use_mpi) check_mpi(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast (ncclUniqueId)");
+#endif
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;  // calls return ncclInProgress; await() polls them with the deadline
+  check_nccl(ncclCommInitRankConfig(&state_->comm, size_, id, rank_, &config), "ncclCommInitRankConfig", nullptr);
+  state_->await(fmt::format("ncclCommInitRankConfig (rank {} of {}, device {})", rank_, size_, device_), nullptr);
+  check_cuda(cudaStreamCreateWithFlags(&state_->host_stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  State& s = *state_;
+  for (cudaEvent_t e : s.requests)
+    if (e != nullptr) cudaEventDestroy(e);
+  for (cudaEvent_t e : s.unchecked)
+    if (e != nullptr) cudaEventDestroy(e);
+  if (s.scratch != nullptr) cudaFree(s.scratch);
+  if (s.host_stream != nullptr) cudaStreamDestroy(s.host_stream);
+  if (s.comm == nullptr || s.aborted) return;
+  try {  // flush, then free; on any failure abort instead (a destructor never throws or hangs)
+    check_nccl(ncclCommFinalize(s.comm), "ncclCommFinalize", s.comm);
+    s.await("ncclCommFinalize", nullptr);
+    ncclCommDestroy(s.comm);
+  } catch (const std::exception&) {
+    if (!s.aborted) ncclCommAbort(s.comm);
+  }
+}
+
+std::string NcclCommunicator::library_version() {
+  int code = 0;
+  if (ncclGetVersion(&code) != ncclSuccess) return "NCCL (version unknown)";
+  return fmt::format("NCCL {}.{}.{}", code / 10000, code / 100 % 100, code % 100);
+}
+
+CommRequest NcclCommunicator::start_all_reduce_sum(Backend& backend, const DeviceSpan& data, models::DType dtype,
+                                                   Stream stream) {
+  auto* streams = dynamic_cast<CudaStreamSource*>(&backend);
+  if (streams == nullptr)
+    throw std::invalid_argument(fmt::format("NcclCommunicator reduces CUDA device memory; backend '{}' is not a "
+                                            "CUDA backend",
+                                            backend.name()));
+  const auto element = static_cast<size_t>(models::dtype_bytes(dtype));
+  if (data.bytes % element != 0)
+    throw std::invalid_argument(fmt::format("NcclCommunicator: {} bytes is not a whole number of {} elements",
+                                            data.bytes, models::to_string(dtype)));
+  auto cuda = static_cast<cudaStream_t>(streams->cuda_stream(stream));
+  state_->enqueue_all_reduce(backend.kernel_address(data), data.bytes / element, nccl_type(dtype), cuda);
+  state_->requests.push_back(state_->record_after(cuda));
+  return CommRequest{static_cast<int32_t>(state_->requests.size() - 1)};
+}
+
+CommRequest NcclCommunicator::start_all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType type,
+                                                   Stream stream) {
+  return start_all_reduce_sum(backend, data, type == ComputeType::f64 ? models::DType::f64 : models::DType::f32,
+                              stream);
+}
+
+void NcclCommunicator::all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType type, Stream stream) {
+  const CommRequest r = start_all_reduce_sum(backend, data, type, stream);
+  // Not waited for here: queued work on `stream` after this sees the sum; the next host-side check bounds it.
+  state_->unchecked.push_back(state_->requests[static_cast<size_t>(r.id)]);
+  state_->requests[static_cast<size_t>(r.id)] = nullptr;
+}
+
+void NcclCommunicator::wait(CommRequest request) {
+  auto& requests = state_->requests;
+  const auto id = static_cast<size_t>(request.id);
+  if (!request.valid() || id >= requests.size() || requests[id] == nullptr)
+    throw std::logic_error(fmt::format("NcclCommunicator::wait: request {} was not started or was waited for already",
+                                       request.id));
+  cudaEvent_t event = requests[id];
+  requests[id] = nullptr;
+  state_->await("ncclAllReduce", event);
+  cudaEventDestroy(event);
+  if (std::all_of(requests.begin(), requests.end(), [](cudaEvent_t e) { return e == nullptr; })) requests.clear();
+}
+
+void NcclCommunicator::all_reduce_sum(std::span<float> data) { state_->host_all_reduce(data, ncclFloat32); }
+void NcclCommunicator::all_reduce_sum(std::span<double> data) { state_->host_all_reduce(data, ncclFloat64); }
+
+void NcclCommunicator::barrier() {
+  float one = 1.0f;  // an all-reduce every rank must join: a barrier with the deadline
+  all_reduce_sum(std::span<float>(&one, 1));
+}
+
+}  // namespace ptsim::runtime
+
+#endif  // PTSIM_HAVE_NCCL
