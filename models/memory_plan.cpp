@@ -5,6 +5,7 @@
 #include <iterator>
 #include <map>
 
+#include "models/shard_units.hpp"
 #include "models/zero.hpp"
 
 namespace ptsim::models {
@@ -111,6 +112,13 @@ MemoryPlan plan_memory(const TaskGraph& g, double workspace_bytes) {
         g.recipe.zero_stage, g.recipe.data_parallel);
     plan.weights_bytes = sharded.weights_bytes;
     plan.gradients_bytes = sharded.gradients_bytes;
+    if (g.recipe.zero_stage >= 3 && g.recipe.data_parallel > 1) {  // and the units gathered at the peak (models/shard_units.hpp)
+      const GatheredWorkingSet gathered = gathered_working_set(shard_units(g));
+      plan.gathered_weights_bytes = gathered.weights_bytes;
+      plan.gathered_gradients_bytes = gathered.gradients_bytes;
+      plan.weights_bytes += gathered.weights_bytes;
+      plan.gradients_bytes += gathered.gradients_bytes;
+    }
     plan.master_weights_bytes = sharded.master_weights_bytes;
     plan.optimizer_state_bytes = sharded.optimizer_state_bytes;
   }
