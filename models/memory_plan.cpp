@@ -109,7 +109,7 @@ MemoryPlan plan_memory(const TaskGraph& g, double workspace_bytes) {
   if (g.recipe.zero_stage > 0) {  // ZeRO: this rank's shard of the model states (models/zero.hpp)
     const ModelStates sharded = shard_model_states(
         {plan.weights_bytes, plan.gradients_bytes, plan.master_weights_bytes, plan.optimizer_state_bytes},
-        g.recipe.zero_stage, g.recipe.data_parallel);
+        g.recipe.zero_stage, g.recipe.zero_shards());
     plan.weights_bytes = sharded.weights_bytes;
     plan.gradients_bytes = sharded.gradients_bytes;
     if (g.recipe.zero_stage >= 3 && g.recipe.data_parallel > 1) {  // and the units gathered at the peak (models/shard_units.hpp)

@@ -108,7 +108,8 @@ class ShardedStep {
     return i;
   }
 
-  // A reduce-scatter starts once the last body op writing its gradients has run, every micro-step.
+  // A reduce-scatter starts once the last body op writing its gradients has run, every micro-step (the
+  // communication stream runs it after what was issued before).
   void find_reduce_scatters() {
     std::map<int, size_t> position;
     for (size_t i = 0; i < body_.size(); ++i) position[body_[i]] = i;
@@ -120,6 +121,10 @@ class ShardedStep {
         if (auto it = position.find(static_cast<int>(boost::source(*e, g_.deps))); it != position.end())
           last = std::max(last, it->second);
       rs_after_[last].push_back(op.id);
+      // Hybrid sharding: the replicas' all-reduce of the shard follows its reduce-scatter (models/builder.cpp).
+      const size_t next = static_cast<size_t>(op.id) + 1;
+      if (next < g_.ops.size() && g_.ops[next].attrs.comm.group == models::CommGroup::shard_replicas)
+        rs_after_[last].push_back(g_.ops[next].id);
     }
   }
 
@@ -192,8 +197,9 @@ class ShardedStep {
   bool tail_ready(int id) const {
     for (auto [e, end] = boost::in_edges(id, g_.deps); e != end; ++e) {
       const int dep = static_cast<int>(boost::source(*e, g_.deps));
-      if (g_.op(dep).kind == OpKind::reduce_scatter && rs_done_micro_[static_cast<size_t>(dep)] != micro_steps_ - 1)
-        return false;
+      const models::Op& d = g_.op(dep);
+      const bool gradients = d.phase == Phase::communication && d.kind != OpKind::all_gather;
+      if (gradients && rs_done_micro_[static_cast<size_t>(dep)] != micro_steps_ - 1) return false;
     }
     return true;
   }
@@ -239,27 +245,36 @@ class ShardedStep {
     }
   }
 
-  // ---- collectives: tensor-parallel groups are tp consecutive ranks, data-parallel groups the same
-  // position in every tensor-parallel group (as sim/step_simulator); all rings ----
+  // ---- collectives: tensor-parallel groups are tp consecutive ranks; data-parallel ranks d of one
+  // tensor-parallel position t are d·tp + t (as sim/step_simulator), a shard group S consecutive d of them,
+  // a replica group the same place in every shard group. All rings. ----
+  std::vector<std::vector<int>> groups(models::CommGroup group) const {
+    std::vector<std::vector<int>> out;
+    if (group == models::CommGroup::tensor_parallel) {
+      for (int d = 0; d < dp_; ++d) {
+        out.emplace_back();
+        for (int t = 0; t < tp_; ++t) out.back().push_back(d * tp_ + t);
+      }
+      return out;
+    }
+    const int shard = static_cast<int>(g_.recipe.zero_shards()), replicas = dp_ / shard;
+    const bool across = group == models::CommGroup::shard_replicas;
+    for (int t = 0; t < tp_; ++t)
+      for (int k = 0; k < (across ? shard : replicas); ++k) {
+        out.emplace_back();
+        for (int i = 0; i < (across ? replicas : shard); ++i)
+          out.back().push_back((across ? i * shard + k : k * shard + i) * tp_ + t);
+      }
+    return out;
+  }
+
   std::shared_ptr<const PreparedCollective> prepared(const models::Op& op) {
-    const bool tp = op.attrs.comm.group == models::CommGroup::tensor_parallel;
     const CollectiveKind kind = op.kind == OpKind::reduce_scatter ? CollectiveKind::reduce_scatter
                                 : op.kind == OpKind::all_gather   ? CollectiveKind::all_gather
                                                                   : CollectiveKind::all_reduce;
-    const auto key = std::make_tuple(tp, static_cast<int>(kind), op.attrs.comm.bytes);
+    const auto key = std::make_tuple(static_cast<int>(op.attrs.comm.group), static_cast<int>(kind), op.attrs.comm.bytes);
     if (auto it = prepared_.find(key); it != prepared_.end()) return it->second;
-    std::vector<std::vector<int>> groups;
-    if (tp) {
-      for (int d = 0; d < dp_; ++d) {
-        groups.emplace_back();
-        for (int t = 0; t < tp_; ++t) groups.back().push_back(d * tp_ + t);
-      }
-    } else {
-      for (int t = 0; t < tp_; ++t) {
-        groups.emplace_back();
-        for (int d = 0; d < dp_; ++d) groups.back().push_back(d * tp_ + t);
-      }
-    }
+    const std::vector<std::vector<int>> groups = this->groups(op.attrs.comm.group);
     CollectiveSpec spec;
     spec.kind = kind;
     spec.bytes = op.attrs.comm.bytes;
@@ -289,7 +304,7 @@ class ShardedStep {
   std::vector<bool> gather_done_;           // per (micro-step, gate)
   std::vector<int> rs_done_micro_;          // per op: the last micro-step its reduce-scatter finished
   std::deque<Issued> queue_;
-  std::map<std::tuple<bool, int, double>, std::shared_ptr<const PreparedCollective>> prepared_;
+  std::map<std::tuple<int, int, double>, std::shared_ptr<const PreparedCollective>> prepared_;
   int micro_ = 0;
   size_t pos_ = 0, next_gate_ = 0, tail_pos_ = 0;
   long waiting_gather_ = -1;

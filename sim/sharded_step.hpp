@@ -5,7 +5,9 @@
 // unit's is issued on the communication stream as the current unit starts, so it overlaps the current
 // unit's compute. A unit's gradients are reduce-scattered on the same stream as soon as its backward has
 // written them. After the last micro-step each rank updates its 1/N shards (the optimizer tail, waiting for
-// the reduce-scatters it reads). Model, choices and limits: docs/parallelism.md.
+// the reduce-scatters it reads). Hybrid sharding (recipe.shard_group): gathers and reduce-scatters span a
+// shard group, each reduce-scatter followed by the all-reduce of the shard across the replica groups.
+// Model, choices and limits: docs/parallelism.md.
 #pragma once
 #include "models/task_graph.hpp"
 #include "sim/step_simulator.hpp"

@@ -177,6 +177,21 @@ TEST_CASE("pipeline shapes Megatron refuses are exit 2 naming the rule") {
   check_all_refused(cases);
 }
 
+TEST_CASE("ZeRO combinations that are not simulated, or do not apply, are exit 2 naming the field") {
+  auto with_recipe = [](const std::string& name, const std::string& recipe) {
+    return file_case(name, scenario(R"("nodes": 1)", R"("steps": 10, "grad_accum": 4)", R"(, "recipe": {)" + recipe + "}"), {});
+  };
+  std::vector<BadInput> cases = {
+      with_recipe("shard_group_without_zero3", R"("zero_stage": 2, "shard_group": 4)"),
+      with_recipe("shard_group_not_dividing", R"("zero_stage": 3, "shard_group": 3)"),
+      with_recipe("zero_with_pipeline", R"("zero_stage": 3, "pipeline_parallel": 2)"),
+  };
+  cases[0].expected = {"recipe.shard_group 4 applies to zero_stage 3", "zero_stage is 2"};
+  cases[1].expected = {"recipe.shard_group 3 must be at least 2 and divide the 8 data-parallel ranks"};
+  cases[2].expected = {"zero_stage with pipeline_parallel > 1 is not simulated yet"};
+  check_all_refused(cases);
+}
+
 TEST_CASE("a pipeline that fits predicts its bubble and stages") {
   const auto r = ptsim::test::run_ptsim(
       "predict --format json --scenario " +
@@ -189,9 +204,11 @@ TEST_CASE("a pipeline that fits predicts its bubble and stages") {
 
 TEST_CASE("GPT-3 175B needs the pipeline: refused without it, naming the pipeline that fits") {
   // 175B parameters × 16 bytes (bf16 + fp32 master + Adam) ÷ TP 8 ≈ 330 GiB per A100-40GB without a pipeline;
-  // ZeRO 1 or 2 over 128 ranks still leaves 4 bytes per parameter ÷ 8 ≈ 81 GiB; 16 stages of 6 layers fit.
+  // ZeRO 1 or 2 over 128 ranks still leaves 4 bytes per parameter ÷ 8 ≈ 81 GiB; ZeRO 3 leaves 16 bytes ÷ 8 ÷ 128
+  // ≈ 2.5 GiB plus the gathered units; 16 stages of 6 layers fit.
   check_all_refused({{"gpt3 without pipeline", "predict --scenario gpt3-175b-1024gpu --set recipe.pipeline_parallel=1",
-                      {"does not fit on a100-40gb", "try: recipe.pipeline_parallel=16 (data-parallel 8) fits"}},
+                      {"does not fit on a100-40gb", "try: recipe.zero_stage=3 (ZeRO over 128 data-parallel ranks",
+                       "try: recipe.pipeline_parallel=16 (data-parallel 8) fits"}},
                      {"gpt3 4 stages", "predict --scenario gpt3-175b-1024gpu --set recipe.pipeline_parallel=4",
                       {"4-stage 1f1b pipeline does not fit", "stage 0 needs",
                        "try: recipe.pipeline_parallel=16 (data-parallel 8) fits"}}});

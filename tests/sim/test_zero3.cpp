@@ -10,10 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "hwprofiles/profiles.hpp"
 #include "models/builder.hpp"
 #include "models/memory_plan.hpp"
 #include "models/shard_units.hpp"
+#include "reports/scenario.hpp"
 #include "reports/trace.hpp"
 #include "sim/collectives.hpp"
 #include "sim/network.hpp"
@@ -45,16 +47,17 @@ sim::ClusterConfig dgx_a100(int nodes) {
   return c;
 }
 
-// Bytes rank 0 sends in the graph's data-parallel collectives (each once), as the network model decomposes them.
+// Bytes rank 0 sends in the graph's data-parallel collectives (each once, over a group of its size), as the
+// network model decomposes them.
 double bytes_sent_by_rank0(const models::TaskGraph& g, const sim::ClusterConfig& c) {
   sim::EventEngine engine;
   sim::Network network(engine);
   sim::Topology topology(network, c.cluster);
-  std::vector<int> ranks(static_cast<size_t>(g.recipe.data_parallel));
-  for (size_t i = 0; i < ranks.size(); ++i) ranks[i] = static_cast<int>(i);
   double sent = 0;
   for (const auto& op : g.ops) {
     if (op.phase != models::Phase::communication) continue;
+    std::vector<int> ranks(static_cast<size_t>(op.attrs.comm.group_size));
+    for (size_t i = 0; i < ranks.size(); ++i) ranks[i] = static_cast<int>(i);
     sim::CollectiveSpec spec;
     spec.kind = op.kind == models::OpKind::reduce_scatter ? sim::CollectiveKind::reduce_scatter
                 : op.kind == models::OpKind::all_gather   ? sim::CollectiveKind::all_gather
@@ -193,4 +196,92 @@ TEST_CASE("the Perfetto trace of a ZeRO-3 step has the all-gathers on the commun
   // 26 all-gathers; all but the step's first run while some compute op runs.
   CHECK(gathers.size() == 26);
   CHECK(concurrent >= 25);
+}
+
+TEST_CASE("hybrid sharding (FSDP HYBRID_SHARD): memory over the shard group, volume in and across groups") {
+  const models::ModelSpec m = models::load_model("gpt2-124m");
+  const sim::ClusterConfig c = dgx_a100(2);
+  models::Recipe hybrid = zero3_recipe(16);
+  hybrid.shard_group = 8;  // the 8 data-parallel ranks of a DGX A100, replicated across the 2 nodes
+  const models::TaskGraph g = models::build_task_graph(m, hybrid);
+  const models::MemoryPlan plan = models::plan_memory(g);
+  const double psi = static_cast<double>(g.parameter_count());
+  // (2 + 2 + K)Ψ/S with S = 8, not D = 16: each node holds one whole copy of the model states.
+  const double shards = plan.weights_bytes - plan.gathered_weights_bytes + plan.gradients_bytes -
+                        plan.gathered_gradients_bytes + plan.master_weights_bytes + plan.optimizer_state_bytes;
+  CHECK(shards == doctest::Approx((2 + 2 + 12) * psi / 8).epsilon(1e-12));
+  CHECK(plan.gathered_weights_bytes == models::plan_memory(models::build_task_graph(m, zero3_recipe(16))).gathered_weights_bytes);
+  // Volume per rank and micro-step: two gathers and a reduce-scatter in the group of S, (S−1)/S × 2Ψ each, then
+  // the all-reduce of the rank's 2Ψ/S across the R = D/S replicas, 2(R−1)/R of it (ring closed forms,
+  // docs/network-model.md).
+  const double S = 8, R = 2;
+  const double expected = 3 * (S - 1) / S * 2 * psi + 2 * (R - 1) / R * 2 * psi / S;
+  CHECK(bytes_sent_by_rank0(g, c) == doctest::Approx(expected).epsilon(1e-9));
+  int replica_all_reduces = 0;
+  for (const auto& op : g.ops) replica_all_reduces += op.attrs.comm.group == models::CommGroup::shard_replicas;
+  CHECK(replica_all_reduces == 13);  // one per unit, after its reduce-scatter
+}
+
+TEST_CASE("hybrid sharding keeps the gathers inside a node: each takes what it takes on one node alone") {
+  const models::ModelSpec m = models::load_model("gpt2-124m");
+  models::Recipe hybrid = zero3_recipe(16);
+  hybrid.shard_group = 8;
+  const models::TaskGraph two_nodes = models::build_task_graph(m, hybrid);
+  const models::TaskGraph one_node = models::build_task_graph(m, zero3_recipe(8));
+  const sim::StepSimulation h = sim::simulate_step(two_nodes, dgx_a100(2), true);
+  const sim::StepSimulation o = sim::simulate_step(one_node, dgx_a100(1), true);
+  std::map<std::string, double> one_node_gather;
+  for (const auto& s : o.timeline)
+    if (one_node.op(s.op).kind == models::OpKind::all_gather) one_node_gather[one_node.op(s.op).name] = s.end_seconds - s.start_seconds;
+  // The two nodes' shard groups gather at once, each on its own NVLink: the same duration as one node's
+  // (the communication stream runs one collective at a time and without TP nothing else is on the network).
+  int compared = 0;
+  for (const auto& s : h.timeline) {
+    const models::Op& op = two_nodes.op(s.op);
+    if (op.kind != models::OpKind::all_gather) continue;
+    CHECK(s.end_seconds - s.start_seconds == doctest::Approx(one_node_gather.at(op.name)).epsilon(1e-9));
+    ++compared;
+  }
+  CHECK(compared == 26);
+  // Full sharding over both nodes instead crosses InfiniBand in every gather: slower per gather.
+  const models::TaskGraph full = models::build_task_graph(m, zero3_recipe(16));
+  const sim::StepSimulation f = sim::simulate_step(full, dgx_a100(2), true);
+  for (const auto& s : f.timeline)
+    if (full.op(s.op).kind == models::OpKind::all_gather)
+      CHECK(s.end_seconds - s.start_seconds > one_node_gather.at(full.op(s.op).name));
+}
+
+TEST_CASE("shard_group applies to ZeRO-3 only and must divide the data-parallel ranks") {
+  const models::ModelSpec m = models::load_model("gpt2-124m");
+  models::Recipe r = zero3_recipe(16);
+  r.shard_group = 3;
+  CHECK_THROWS_AS(models::build_task_graph(m, r), core::InputError);
+  r.shard_group = 8;
+  r.zero_stage = 2;
+  CHECK_THROWS_AS(models::build_task_graph(m, r), core::InputError);
+}
+
+TEST_CASE("Megatron's distributed optimizer is ZeRO 1 over each TP position's data-parallel ranks: 4 + 12/d bytes") {
+  const core::Json on = core::Json::parse(R"({"model": "gpt2-124m", "recipe": {"distributed_optimizer": true},
+                                              "phases": [{"steps": 1}]})");
+  const reports::Scenario s = reports::parse_scenario(on, "s.json");
+  CHECK(s.recipe.zero_stage == 1);
+  const core::Json clash = core::Json::parse(R"({"model": "gpt2-124m", "recipe": {"distributed_optimizer": true,
+                                                 "zero_stage": 3}, "phases": [{"steps": 1}]})");
+  CHECK_THROWS_WITH_AS(reports::parse_scenario(clash, "s.json"), doctest::Contains("recipe.distributed_optimizer"),
+                       core::InputError);
+  // With TP 2 × DP 4: each rank's Ψ is its TP slice; 16-bit parameters and gradients replicated over the
+  // data-parallel ranks, fp32 masters and both moments (12 bytes) sharded over d = 4.
+  const models::ModelSpec m = models::load_model("gpt2-124m");
+  models::Recipe r = zero3_recipe(4);
+  r.zero_stage = s.recipe.zero_stage;
+  r.tensor_parallel = 2;
+  const models::TaskGraph g = models::build_task_graph(m, r);
+  const models::MemoryPlan plan = models::plan_memory(g);
+  const double psi = static_cast<double>(g.parameter_count());
+  CHECK(plan.persistent_bytes() == doctest::Approx((2 + 2) * psi + 12 * psi / 4).epsilon(1e-12));
+  // Its traffic is an all-reduce's (reduce-scatter + all-gather, ring closed form 2(d−1)/d of the gradients).
+  double gradient_bytes = 0;
+  for (const auto& p : g.params) gradient_bytes += static_cast<double>(g.tensor(p.gradient).bytes());
+  CHECK(bytes_sent_by_rank0(g, dgx_a100(1)) == doctest::Approx(2 * 3.0 / 4 * gradient_bytes).epsilon(1e-9));
 }
