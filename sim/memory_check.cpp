@@ -108,6 +108,7 @@ std::string deeper_pipeline(const models::ModelSpec& model, const models::Recipe
     r.data_parallel = gpus / (recipe.tensor_parallel * p);
     r.stage_layers.clear();
     r.zero_stage = 0;
+    r.shard_group = 0;
     if (r.data_parallel * recipe.tensor_parallel * p != gpus || model.num_layers % p != 0 ||
         r.pipeline_schedule == models::PipelineSchedule::interleaved)
       continue;

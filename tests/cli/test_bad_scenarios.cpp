@@ -192,6 +192,20 @@ TEST_CASE("ZeRO combinations that are not simulated, or do not apply, are exit 2
   check_all_refused(cases);
 }
 
+TEST_CASE("ZeRO-3, hybrid sharding and the distributed optimizer predict through the CLI") {
+  // The scaling-efficiency baseline runs the recipe on one rank: the shard group must not follow it there.
+  for (const std::string recipe : {R"("zero_stage": 3)", R"("zero_stage": 3, "shard_group": 4)",
+                                   R"("distributed_optimizer": true)"}) {
+    CAPTURE(recipe);
+    const auto r = ptsim::test::run_ptsim(
+        "predict --format json --scenario " +
+        file_with("zero_ok", scenario(R"("nodes": 1)", R"("micro_batch": 8, "grad_accum": 2, "steps": 10)",
+                                      R"(, "recipe": {)" + recipe + "}")));
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("\"scaling_efficiency\"") != std::string::npos);
+  }
+}
+
 TEST_CASE("a pipeline that fits predicts its bubble and stages") {
   const auto r = ptsim::test::run_ptsim(
       "predict --format json --scenario " +
