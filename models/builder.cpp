@@ -397,6 +397,9 @@ void check_recipe_fits_model(const ModelSpec& m, const Recipe& r) {
   if (r.shard_group > 0 && (r.shard_group < 2 || r.data_parallel % r.shard_group != 0))
     throw InputError(fmt::format("recipe.shard_group {} must be at least 2 and divide the {} data-parallel ranks "
                                  "(e.g. the ranks of one node)", r.shard_group, r.data_parallel));
+  if (r.rank_order != RankOrder::tp_dp_pp && r.pipeline_parallel == 1)
+    throw InputError(fmt::format("recipe.rank_order {} differs from tp-dp-pp only with pipeline_parallel > 1: remove it "
+                                 "or add pipeline stages", to_string(r.rank_order)));
   if (r.zero_stage > 0 && r.pipeline_parallel > 1)
     throw InputError("zero_stage with pipeline_parallel > 1 is not simulated yet: use one of them");
   divisible(m.num_heads, "number of heads");

@@ -17,6 +17,10 @@ enum class OptimizerKind { adamw, lamb, lans, sgd };
 // Pipeline schedules (docs/parallelism.md): GPipe (all forwards, then all backwards), 1F1B (PipeDream-Flush,
 // Megatron's default) and interleaved 1F1B with `virtual_stages` model chunks per device (Narayanan et al. 2021).
 enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
+// How (pipeline stage s, data-parallel index d, tensor-parallel index t) map to global ranks, innermost first
+// (docs/parallelism.md): tp-dp-pp, Megatron-LM's default, rank = (s·D + d)·T + t; tp-pp-dp, rank = (d·P + s)·T + t
+// (neighbouring stages on neighbouring GPUs, data parallelism outermost).
+enum class RankOrder { tp_dp_pp, tp_pp_dp };
 
 struct Recipe {
   Precision precision = Precision::fp16;
@@ -31,6 +35,7 @@ struct Recipe {
   PipelineSchedule pipeline_schedule = PipelineSchedule::one_f_one_b;
   int64_t virtual_stages = 1;         // model chunks per device (interleaved only)
   std::vector<int64_t> stage_layers;  // transformer layers per model chunk (P × V entries); empty = even split
+  RankOrder rank_order = RankOrder::tp_dp_pp;
   // Sharded data parallel (ZeRO, Rajbhandari et al. 2020): 1 shards optimizer state (incl. fp32 masters),
   // 2 also gradients, 3 also parameters; over `shard_group` data-parallel ranks.
   int zero_stage = 0;
@@ -59,7 +64,9 @@ struct Recipe {
 const char* to_string(Precision p);
 const char* to_string(OptimizerKind o);
 const char* to_string(PipelineSchedule s);
+const char* to_string(RankOrder o);
 PipelineSchedule parse_pipeline_schedule(const std::string& name, const std::string& what);
+RankOrder parse_rank_order(const std::string& name, const std::string& what);
 // Throw core::InputError naming `what` (e.g. "--precision") if the name is unknown.
 Precision parse_precision(const std::string& name, const std::string& what);
 OptimizerKind parse_optimizer(const std::string& name, const std::string& what);

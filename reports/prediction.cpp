@@ -250,6 +250,7 @@ models::Recipe single_gpu(models::Recipe r) {
   r.stage_layers.clear();
   r.zero_stage = 0;
   r.shard_group = 0;
+  r.rank_order = models::RankOrder::tp_dp_pp;
   return r;
 }
 

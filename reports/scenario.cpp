@@ -77,6 +77,8 @@ void parse_parallelism(JsonReader& t, models::Recipe& r) {
   r.pipeline_schedule = models::parse_pipeline_schedule(t.get_enum("pipeline_schedule", {"gpipe", "1f1b", "interleaved"}, "1f1b"),
                                                         t.where("pipeline_schedule"));
   r.virtual_stages = t.get_int("virtual_stages", core::ranges::virtual_stages, 1);
+  r.rank_order = models::parse_rank_order(t.get_enum("rank_order", {"tp-dp-pp", "tp-pp-dp"}, "tp-dp-pp"),
+                                          t.where("rank_order"));
   r.zero_stage = static_cast<int>(t.get_int("zero_stage", core::ranges::zero_stage, 0));
   r.shard_group = t.get_int("shard_group", core::ranges::parallel, 0);
   // Megatron-LM's --use-distributed-optimizer: optimizer state (fp32 masters and moments) sharded over the

@@ -166,6 +166,8 @@ TEST_CASE("pipeline shapes Megatron refuses are exit 2 naming the rule") {
       with_recipe("stage_layers_sum", R"("pipeline_parallel": 2, "stage_layers": [5, 6])", R"("steps": 10, "grad_accum": 4)"),
       with_recipe("stage_layers_zero", R"("pipeline_parallel": 2, "stage_layers": [0, 12])", R"("steps": 10, "grad_accum": 4)"),
       with_recipe("unknown_schedule", R"("pipeline_parallel": 2, "pipeline_schedule": "zb-h1")", R"("steps": 10)"),
+      with_recipe("unknown_rank_order", R"("pipeline_parallel": 2, "rank_order": "pp-dp-tp")", R"("steps": 10)"),
+      with_recipe("rank_order_without_pipeline", R"("rank_order": "tp-pp-dp")", R"("steps": 10)"),
   };
   cases[0].expected = {"pipeline_parallel 8 does not divide the 12 layers of bert-base", "recipe.stage_layers"};
   cases[1].expected = {"tensor-parallel 1 × pipeline-parallel 3 = 3 does not divide the cluster's 8 GPUs"};
@@ -174,6 +176,8 @@ TEST_CASE("pipeline shapes Megatron refuses are exit 2 naming the rule") {
   cases[4].expected = {"stage_layers add up to 11 layers, but bert-base has 12"};
   cases[5].expected = {"field 'recipe.stage_layers'", "entry 0 is 0"};
   cases[6].expected = {"field 'recipe.pipeline_schedule'", "zb-h1"};
+  cases[7].expected = {"field 'recipe.rank_order'", "pp-dp-tp", "tp-dp-pp"};
+  cases[8].expected = {"recipe.rank_order tp-pp-dp differs from tp-dp-pp only with pipeline_parallel > 1"};
   check_all_refused(cases);
 }
 
