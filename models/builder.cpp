@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "models/build_context.hpp"
+#include "models/shard_units.hpp"
 
 namespace ptsim::models {
 namespace {
@@ -390,9 +391,15 @@ void check_recipe_fits_model(const ModelSpec& m, const Recipe& r) {
       throw InputError(fmt::format("tensor-parallel size {} must divide the model's {} ({})", r.tensor_parallel,
                                    what, value));
   };
-  if (r.zero_stage >= 3)
-    throw InputError("zero_stage 3 (sharded parameters, gathered before each layer) is not simulated yet: use "
-                     "zero_stage 1 or 2, or pipeline_parallel to split the parameters");
+  if (r.shard_group > 0 && r.zero_stage != 3)
+    throw InputError(fmt::format("recipe.shard_group {} applies to zero_stage 3 (FSDP HYBRID_SHARD) only; zero_stage "
+                                 "is {}: remove shard_group or set zero_stage 3", r.shard_group, r.zero_stage));
+  if (r.shard_group > 0 && (r.shard_group < 2 || r.data_parallel % r.shard_group != 0))
+    throw InputError(fmt::format("recipe.shard_group {} must be at least 2 and divide the {} data-parallel ranks "
+                                 "(e.g. the ranks of one node)", r.shard_group, r.data_parallel));
+  if (r.rank_order != RankOrder::tp_dp_pp && r.pipeline_parallel == 1)
+    throw InputError(fmt::format("recipe.rank_order {} differs from tp-dp-pp only with pipeline_parallel > 1: remove it "
+                                 "or add pipeline stages", to_string(r.rank_order)));
   if (r.zero_stage > 0 && r.pipeline_parallel > 1)
     throw InputError("zero_stage with pipeline_parallel > 1 is not simulated yet: use one of them");
   divisible(m.num_heads, "number of heads");
@@ -407,6 +414,51 @@ void shard_cost(Op& op, double shards) {
   op.flops /= shards;
   op.bytes_read /= shards;
   op.bytes_written /= shards;
+}
+
+// ZeRO stage 3 / FSDP FULL_SHARD (models/shard_units.hpp): per unit, the all-gather of its parameters before
+// its forward and again before its backward, and the reduce-scatter of its gradients after its backward —
+// every micro-step (sim/sharded_step.cpp runs them there). Hybrid sharding (recipe.shard_group S < D): the
+// gathers and reduce-scatters span a shard group, and each reduce-scatter is followed by the all-reduce of the
+// rank's 1/S of the gradients across the D/S replicas (FSDP HYBRID_SHARD). Emitted in that order per kind: forward gathers in
+// model order, backward gathers and reduce-scatters in reverse, so a unit's first all-gather is its forward one.
+void append_zero3_collectives(BuildContext& ctx, const Recipe& r) {
+  TaskGraph& g = ctx.graph;
+  const std::vector<ShardUnit> units = shard_units(g);
+  auto emit = [&](const ShardUnit& u, OpKind kind, const char* what) {
+    OpAttrs a;
+    a.comm.group = CommGroup::data_parallel;
+    a.comm.group_size = r.zero_shards();
+    a.comm.bytes = kind == OpKind::all_gather ? u.weight_bytes : u.gradient_bytes;
+    if (kind == OpKind::all_reduce) {  // hybrid: this rank's 1/S of the gradients, across the D/S replicas
+      a.comm.group = CommGroup::shard_replicas;
+      a.comm.group_size = r.data_parallel / r.zero_shards();
+      a.comm.bytes = u.gradient_bytes / static_cast<double>(r.zero_shards());
+    }
+    a.params = u.params;
+    std::vector<int> tensors;
+    for (int p : u.params) {
+      const Parameter& param = g.params[static_cast<size_t>(p)];
+      tensors.push_back(kind == OpKind::all_gather ? param.weight : param.gradient);
+    }
+    const std::string unit = u.layer < 0 ? "root" : fmt::format("layer{}", u.layer);
+    ctx.emit(kind, fmt::format("zero3.{}.{}", unit, what), Phase::communication, u.layer, tensors, tensors, a);
+  };
+  const bool hybrid = r.zero_shards() < r.data_parallel;
+  auto reduce = [&](const ShardUnit& u) {
+    emit(u, OpKind::reduce_scatter, "reduce_scatter");
+    if (hybrid) emit(u, OpKind::all_reduce, "replica_all_reduce");
+  };
+  for (const ShardUnit& u : units) emit(u, OpKind::all_gather, "all_gather.forward");
+  // Backward order: the root first (the head's backward), then the layers from the last.
+  std::vector<const ShardUnit*> backward;
+  if (!units.empty() && units.front().layer < 0) backward.push_back(&units.front());
+  for (auto it = units.rbegin(); it != units.rend(); ++it)
+    if (it->layer >= 0) backward.push_back(&*it);
+  for (const ShardUnit* u : backward) emit(*u, OpKind::all_gather, "all_gather.backward");
+  for (const ShardUnit* u : backward)
+    if (u->layer >= 0) reduce(*u);
+  if (!units.empty() && units.front().layer < 0) reduce(units.front());
 }
 
 // DDP/Apex-style buckets: parameters join the current bucket in the order their gradients become final
@@ -440,8 +492,11 @@ void append_step_tail(BuildContext& ctx, const Recipe& r) {
   // ZeRO (stages 1 and 2): each bucket's gradients are reduce-scattered instead of all-reduced, each rank
   // updates its 1/N shard, and the updated parameters are all-gathered (docs/parallelism.md).
   const bool zero = r.zero_stage > 0 && r.data_parallel > 1;
-  const double shards = zero ? static_cast<double>(r.data_parallel) : 1.0;
-  if (r.data_parallel > 1) {
+  const bool zero3 = zero && r.zero_stage >= 3;
+  const double shards = zero ? static_cast<double>(r.zero_shards()) : 1.0;
+  if (zero3) {
+    append_zero3_collectives(ctx, r);
+  } else if (r.data_parallel > 1) {
     for (size_t b = 0; b < buckets.size(); ++b) {
       std::vector<int> grads = grads_of(buckets[b]);
       OpAttrs a;
@@ -490,7 +545,7 @@ void append_step_tail(BuildContext& ctx, const Recipe& r) {
       for (int p : buckets[b])
         emit_update({p}, fmt::format("{}.{}", g.params[static_cast<size_t>(p)].name, to_string(r.optimizer)));
     }
-    if (!zero) continue;
+    if (!zero || zero3) continue;  // stage 3: the parameters stay sharded until the next forward gathers them
     std::vector<int> weights;
     OpAttrs gather;
     gather.comm.group = CommGroup::data_parallel;

@@ -5,6 +5,7 @@
 #include <iterator>
 #include <map>
 
+#include "models/shard_units.hpp"
 #include "models/zero.hpp"
 
 namespace ptsim::models {
@@ -108,9 +109,16 @@ MemoryPlan plan_memory(const TaskGraph& g, double workspace_bytes) {
   if (g.recipe.zero_stage > 0) {  // ZeRO: this rank's shard of the model states (models/zero.hpp)
     const ModelStates sharded = shard_model_states(
         {plan.weights_bytes, plan.gradients_bytes, plan.master_weights_bytes, plan.optimizer_state_bytes},
-        g.recipe.zero_stage, g.recipe.data_parallel);
+        g.recipe.zero_stage, g.recipe.zero_shards());
     plan.weights_bytes = sharded.weights_bytes;
     plan.gradients_bytes = sharded.gradients_bytes;
+    if (g.recipe.zero_stage >= 3 && g.recipe.data_parallel > 1) {  // and the units gathered at the peak (models/shard_units.hpp)
+      const GatheredWorkingSet gathered = gathered_working_set(shard_units(g));
+      plan.gathered_weights_bytes = gathered.weights_bytes;
+      plan.gathered_gradients_bytes = gathered.gradients_bytes;
+      plan.weights_bytes += gathered.weights_bytes;
+      plan.gradients_bytes += gathered.gradients_bytes;
+    }
     plan.master_weights_bytes = sharded.master_weights_bytes;
     plan.optimizer_state_bytes = sharded.optimizer_state_bytes;
   }

@@ -17,6 +17,10 @@ struct MemoryPlan {
   double master_weights_bytes = 0;
   double gradients_bytes = 0;
   double optimizer_state_bytes = 0;
+  // ZeRO stage 3: of weights_bytes and gradients_bytes, what is gathered at the peak beyond this rank's
+  // shards (models/shard_units.hpp); 0 otherwise.
+  double gathered_weights_bytes = 0;
+  double gathered_gradients_bytes = 0;
   double inputs_bytes = 0;
   double activations_peak_bytes = 0;  // the activation arena's size (max offset + size)
   double activations_live_peak_bytes = 0;  // max bytes simultaneously live (lower bound of the arena)

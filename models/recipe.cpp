@@ -38,24 +38,18 @@ const char* to_string(PipelineSchedule s) {
   return "?";
 }
 
-const char* to_string(ShardGroup g) {
-  switch (g) {
-    case ShardGroup::data_parallel: return "data_parallel";
-    case ShardGroup::node: return "node";
-  }
-  return "?";
+const char* to_string(RankOrder o) { return o == RankOrder::tp_pp_dp ? "tp-pp-dp" : "tp-dp-pp"; }
+
+RankOrder parse_rank_order(const std::string& name, const std::string& what) {
+  for (RankOrder o : {RankOrder::tp_dp_pp, RankOrder::tp_pp_dp})
+    if (name == to_string(o)) return o;
+  throw InputError(fmt::format("{}: unknown rank order '{}' (expected tp-dp-pp or tp-pp-dp)", what, name));
 }
 
 PipelineSchedule parse_pipeline_schedule(const std::string& name, const std::string& what) {
   for (PipelineSchedule s : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b, PipelineSchedule::interleaved})
     if (name == to_string(s)) return s;
   throw InputError(fmt::format("{}: unknown pipeline schedule '{}' (expected gpipe, 1f1b or interleaved)", what, name));
-}
-
-ShardGroup parse_shard_group(const std::string& name, const std::string& what) {
-  for (ShardGroup g : {ShardGroup::data_parallel, ShardGroup::node})
-    if (name == to_string(g)) return g;
-  throw InputError(fmt::format("{}: unknown shard group '{}' (expected data_parallel or node)", what, name));
 }
 
 Precision parse_precision(const std::string& name, const std::string& what) {

@@ -17,9 +17,10 @@ enum class OptimizerKind { adamw, lamb, lans, sgd };
 // Pipeline schedules (docs/parallelism.md): GPipe (all forwards, then all backwards), 1F1B (PipeDream-Flush,
 // Megatron's default) and interleaved 1F1B with `virtual_stages` model chunks per device (Narayanan et al. 2021).
 enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
-// Which data-parallel ranks a ZeRO stage shards over: all of them (ZeRO, FSDP FULL_SHARD / SHARD_GRAD_OP), or
-// those of one node, replicated across nodes (FSDP HYBRID_SHARD).
-enum class ShardGroup { data_parallel, node };
+// How (pipeline stage s, data-parallel index d, tensor-parallel index t) map to global ranks, innermost first
+// (docs/parallelism.md): tp-dp-pp, Megatron-LM's default, rank = (s·D + d)·T + t; tp-pp-dp, rank = (d·P + s)·T + t
+// (neighbouring stages on neighbouring GPUs, data parallelism outermost).
+enum class RankOrder { tp_dp_pp, tp_pp_dp };
 
 struct Recipe {
   Precision precision = Precision::fp16;
@@ -34,10 +35,13 @@ struct Recipe {
   PipelineSchedule pipeline_schedule = PipelineSchedule::one_f_one_b;
   int64_t virtual_stages = 1;         // model chunks per device (interleaved only)
   std::vector<int64_t> stage_layers;  // transformer layers per model chunk (P × V entries); empty = even split
+  RankOrder rank_order = RankOrder::tp_dp_pp;
   // Sharded data parallel (ZeRO, Rajbhandari et al. 2020): 1 shards optimizer state (incl. fp32 masters),
-  // 2 also gradients, 3 also parameters; over `shard_group`.
+  // 2 also gradients, 3 also parameters; over `shard_group` data-parallel ranks.
   int zero_stage = 0;
-  ShardGroup shard_group = ShardGroup::data_parallel;
+  // ZeRO-3's shard group: 0 = all data-parallel ranks (FSDP FULL_SHARD); S = groups of S consecutive
+  // data-parallel ranks, replicated across the D/S groups (FSDP HYBRID_SHARD; S = the ranks of a node).
+  int64_t shard_group = 0;
   bool recompute_activations = false;
   double bucket_bytes = 25.0 * 1024 * 1024;  // DDP's default 25 MiB gradient buckets
   // BERT MLM: predictions per sequence. 0 = derive from seq_len as data prepare does (20 at 128, 80 at 512).
@@ -48,6 +52,9 @@ struct Recipe {
   bool fused_attention = false;         // QKᵀ, mask, softmax, dropout and ·V in one kernel: no S×S tensor
   bool multi_tensor_optimizer = true;   // one optimizer kernel per gradient bucket (else one per tensor)
 
+  // The ranks one ZeRO shard spans: the shard group, else every data-parallel rank.
+  int64_t zero_shards() const { return shard_group > 0 ? shard_group : data_parallel; }
+
   int64_t max_predictions_per_seq() const {
     // The same default as `ptsim data prepare` (core/mlm_defaults.hpp): 20 at 128, 80 at 512.
     return max_predictions > 0 ? max_predictions : core::default_max_predictions(seq_len);
@@ -57,9 +64,9 @@ struct Recipe {
 const char* to_string(Precision p);
 const char* to_string(OptimizerKind o);
 const char* to_string(PipelineSchedule s);
-const char* to_string(ShardGroup g);
+const char* to_string(RankOrder o);
 PipelineSchedule parse_pipeline_schedule(const std::string& name, const std::string& what);
-ShardGroup parse_shard_group(const std::string& name, const std::string& what);
+RankOrder parse_rank_order(const std::string& name, const std::string& what);
 // Throw core::InputError naming `what` (e.g. "--precision") if the name is unknown.
 Precision parse_precision(const std::string& name, const std::string& what);
 OptimizerKind parse_optimizer(const std::string& name, const std::string& what);

@@ -101,7 +101,8 @@ const char* to_string(Phase p);
 inline bool is_micro_step_phase(Phase p) { return p == Phase::forward || p == Phase::recompute || p == Phase::backward; }
 
 // Which ranks a collective spans.
-enum class CommGroup { data_parallel, tensor_parallel };
+// shard_replicas: ZeRO-3 hybrid sharding's groups across the shard groups (models/builder.cpp).
+enum class CommGroup { data_parallel, tensor_parallel, shard_replicas };
 
 struct GemmAttrs {
   int64_t batch = 1;        // batched_gemm only

@@ -249,6 +249,8 @@ models::Recipe single_gpu(models::Recipe r) {
   r.virtual_stages = 1;
   r.stage_layers.clear();
   r.zero_stage = 0;
+  r.shard_group = 0;
+  r.rank_order = models::RankOrder::tp_dp_pp;
   return r;
 }
 
@@ -350,6 +352,7 @@ PhasePrediction predict_phase(const PhaseContext& c, size_t phase, bool trace, n
   } else if (s.recipe.tensor_parallel == 1) {
     models::Recipe one = r;
     one.data_parallel = 1;
+    one.shard_group = 0;  // one rank: nothing to shard or replicate
     const sim::SingleDevicePrediction single = c.cache.single_device(c.model, one, c.config.gpu);
     p.scaling_efficiency = p.throughput_seq_per_second / (c.config.gpu_count() * single.sequences_per_second);
   }

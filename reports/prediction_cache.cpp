@@ -42,8 +42,9 @@ std::string parallelism_key(const models::Recipe& r) {
   std::string key;
   if (r.pipeline_parallel > 1)
     key += fmt::format("|pp{}|{}|v{}|layers{}", r.pipeline_parallel, models::to_string(r.pipeline_schedule),
-                       r.virtual_stages, fmt::join(r.stage_layers, ","));
-  if (r.zero_stage > 0) key += fmt::format("|zero{}|{}", r.zero_stage, models::to_string(r.shard_group));
+                       r.virtual_stages, fmt::join(r.stage_layers, ",")) +
+           (r.rank_order == models::RankOrder::tp_dp_pp ? "" : fmt::format("|{}", models::to_string(r.rank_order)));
+  if (r.zero_stage > 0) key += fmt::format("|zero{}|sg{}", r.zero_stage, r.shard_group);
   return key;
 }
 

@@ -77,7 +77,18 @@ void parse_parallelism(JsonReader& t, models::Recipe& r) {
   r.pipeline_schedule = models::parse_pipeline_schedule(t.get_enum("pipeline_schedule", {"gpipe", "1f1b", "interleaved"}, "1f1b"),
                                                         t.where("pipeline_schedule"));
   r.virtual_stages = t.get_int("virtual_stages", core::ranges::virtual_stages, 1);
+  r.rank_order = models::parse_rank_order(t.get_enum("rank_order", {"tp-dp-pp", "tp-pp-dp"}, "tp-dp-pp"),
+                                          t.where("rank_order"));
   r.zero_stage = static_cast<int>(t.get_int("zero_stage", core::ranges::zero_stage, 0));
+  r.shard_group = t.get_int("shard_group", core::ranges::parallel, 0);
+  // Megatron-LM's --use-distributed-optimizer: optimizer state (fp32 masters and moments) sharded over the
+  // data-parallel ranks, gradients reduce-scattered, parameters all-gathered — ZeRO stage 1 (docs/parallelism.md).
+  if (t.get_bool("distributed_optimizer", false)) {
+    if (t.has("zero_stage") && r.zero_stage != 1)
+      t.fail("distributed_optimizer", fmt::format("no zero_stage, or zero_stage 1 (the distributed optimizer is "
+                                                  "ZeRO stage 1; zero_stage is {})", r.zero_stage));
+    r.zero_stage = 1;
+  }
   if (t.has("stage_layers")) {
     const Json& list = t.raw("stage_layers");
     if (!list.is_array() || list.empty()) t.fail("stage_layers", "a list of transformer layers per model chunk");

@@ -31,8 +31,8 @@ nlohmann::json chrome_trace(const sim::StepSimulation& step, const models::TaskG
                       {"dur", (s.end_seconds - s.start_seconds) * 1e6},
                       {"args", {{"op", op.id}, {"phase", models::to_string(op.phase)}, {"micro_step", s.micro_step},
                                 {"flops", op.flops}, {"bytes", op.bytes_read + op.bytes_written}}}});
-    if (s.stream != sim::Stream::communication) continue;
-    // Flow arrows from the backward ops whose gradients this all-reduce carries.
+    if (s.stream != sim::Stream::communication || op.kind == models::OpKind::all_gather) continue;
+    // Flow arrows from the backward ops whose gradients this all-reduce (or reduce-scatter) carries.
     for (auto [e, end] = boost::in_edges(op.id, g.deps); e != end; ++e) {
       auto found = end_in_last_micro.find(static_cast<int>(boost::source(*e, g.deps)));
       if (found == end_in_last_micro.end()) continue;

@@ -108,6 +108,7 @@ std::string deeper_pipeline(const models::ModelSpec& model, const models::Recipe
     r.data_parallel = gpus / (recipe.tensor_parallel * p);
     r.stage_layers.clear();
     r.zero_stage = 0;
+    r.shard_group = 0;
     if (r.data_parallel * recipe.tensor_parallel * p != gpus || model.num_layers % p != 0 ||
         r.pipeline_schedule == models::PipelineSchedule::interleaved)
       continue;
@@ -120,19 +121,21 @@ std::string deeper_pipeline(const models::ModelSpec& model, const models::Recipe
   return "";
 }
 
-// Without a pipeline: the ZeRO stage that fits (data parallelism only), else the pipeline that does.
+// Without a pipeline: the lowest ZeRO stage that fits (data parallelism only), and the pipeline that does.
 std::string parallel_fix(const models::ModelSpec& model, const models::Recipe& recipe, const hwprofiles::GpuProfile& gpu) {
+  std::string zero;
   if (recipe.data_parallel > 1)
-    for (int stage = recipe.zero_stage + 1; stage <= 2; ++stage) {
+    for (int stage = recipe.zero_stage + 1; stage <= 3 && zero.empty(); ++stage) {
       models::Recipe r = recipe;
       r.zero_stage = stage;
       if (check_memory(models::plan_memory(models::build_task_graph(model, r)), gpu).fits)
-        return fmt::format("\n  try: recipe.zero_stage={} (ZeRO over {} data-parallel ranks) fits", stage, r.data_parallel);
+        zero = fmt::format("\n  try: recipe.zero_stage={} (ZeRO over {} data-parallel ranks{}) fits", stage,
+                           r.data_parallel, stage == 3 ? "; FSDP FULL_SHARD" : "");
     }
   models::Recipe r = recipe;
   r.pipeline_schedule = models::PipelineSchedule::one_f_one_b;
   r.virtual_stages = 1;
-  return deeper_pipeline(model, r, gpu);
+  return zero + deeper_pipeline(model, r, gpu);
 }
 
 // What else would fit a pipeline that does not: recomputation, a smaller micro-batch, more stages (each

@@ -82,7 +82,9 @@ class PipelineStep final : public PipelineTransport {
   }
 
   int channels() const { return c_.channels > 0 ? c_.channels : std::max(2, c_.cluster.node.nics_per_node); }
-  int rank(int stage, int d, int t) const { return pipeline_rank(stage, d, t, dp_, tp_); }
+  int rank(int stage, int d, int t) const {
+    return pipeline_rank(stage, d, t, dp_, tp_, shape_.stages, chunks_.front().recipe.rank_order);
+  }
 
   // ---- groups: the first of a kind's groups, then the others that run the same collective at once ----
   using Groups = std::vector<std::vector<int>>;

@@ -4,7 +4,8 @@
 // the topology (so a stage boundary across nodes costs what the network model says), then each stage
 // all-reduces its gradients over its data-parallel group after its last backward, the first and last stage
 // all-reduce their tied word embeddings, and each stage runs its optimizer. Ranks follow Megatron-LM's order
-// (tensor parallel innermost, then data parallel, then pipeline): rank = stage·D·T + d·T + t.
+// (tensor parallel innermost, then data parallel, then pipeline): rank = stage·D·T + d·T + t, unless
+// recipe.rank_order says tp-pp-dp.
 // Model and simplifications: docs/parallelism.md.
 #pragma once
 #include <vector>
@@ -22,8 +23,10 @@ inline constexpr int64_t kMaxPipelineMicroBatches = 1 << 16;
 StepSimulation simulate_pipeline_step(const std::vector<models::TaskGraph>& chunks, const ClusterConfig& config,
                                       bool record_timeline = false, CollectiveCache* cache = nullptr);
 
-// Global rank of (pipeline stage, data-parallel index, tensor-parallel index).
-inline int pipeline_rank(int stage, int dp_index, int tp_index, int dp, int tp) {
+// Global rank of (pipeline stage, data-parallel index, tensor-parallel index) in `order` (models/recipe.hpp).
+inline int pipeline_rank(int stage, int dp_index, int tp_index, int dp, int tp, int stages = 1,
+                         models::RankOrder order = models::RankOrder::tp_dp_pp) {
+  if (order == models::RankOrder::tp_pp_dp) return (dp_index * stages + stage) * tp + tp_index;
   return (stage * dp + dp_index) * tp + tp_index;
 }
 

@@ -12,6 +12,7 @@
 #include "sim/compute_model.hpp"
 #include "sim/event_engine.hpp"
 #include "sim/network.hpp"
+#include "sim/sharded_step.hpp"
 
 namespace ptsim::sim {
 namespace {
@@ -316,6 +317,8 @@ class StepRun {
 
 StepSimulation simulate_step(const models::TaskGraph& graph, const ClusterConfig& config, bool record_timeline,
                              CollectiveCache* cache) {
+  if (graph.recipe.zero_stage >= 3 && graph.recipe.data_parallel > 1)  // parameters gathered per unit
+    return simulate_sharded_step(graph, config, record_timeline);
   return StepRun(graph, config, record_timeline, cache).run();
 }
 

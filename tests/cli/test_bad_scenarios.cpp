@@ -166,6 +166,8 @@ TEST_CASE("pipeline shapes Megatron refuses are exit 2 naming the rule") {
       with_recipe("stage_layers_sum", R"("pipeline_parallel": 2, "stage_layers": [5, 6])", R"("steps": 10, "grad_accum": 4)"),
       with_recipe("stage_layers_zero", R"("pipeline_parallel": 2, "stage_layers": [0, 12])", R"("steps": 10, "grad_accum": 4)"),
       with_recipe("unknown_schedule", R"("pipeline_parallel": 2, "pipeline_schedule": "zb-h1")", R"("steps": 10)"),
+      with_recipe("unknown_rank_order", R"("pipeline_parallel": 2, "rank_order": "pp-dp-tp")", R"("steps": 10)"),
+      with_recipe("rank_order_without_pipeline", R"("rank_order": "tp-pp-dp")", R"("steps": 10)"),
   };
   cases[0].expected = {"pipeline_parallel 8 does not divide the 12 layers of bert-base", "recipe.stage_layers"};
   cases[1].expected = {"tensor-parallel 1 × pipeline-parallel 3 = 3 does not divide the cluster's 8 GPUs"};
@@ -174,7 +176,38 @@ TEST_CASE("pipeline shapes Megatron refuses are exit 2 naming the rule") {
   cases[4].expected = {"stage_layers add up to 11 layers, but bert-base has 12"};
   cases[5].expected = {"field 'recipe.stage_layers'", "entry 0 is 0"};
   cases[6].expected = {"field 'recipe.pipeline_schedule'", "zb-h1"};
+  cases[7].expected = {"field 'recipe.rank_order'", "pp-dp-tp", "tp-dp-pp"};
+  cases[8].expected = {"recipe.rank_order tp-pp-dp differs from tp-dp-pp only with pipeline_parallel > 1"};
   check_all_refused(cases);
+}
+
+TEST_CASE("ZeRO combinations that are not simulated, or do not apply, are exit 2 naming the field") {
+  auto with_recipe = [](const std::string& name, const std::string& recipe) {
+    return file_case(name, scenario(R"("nodes": 1)", R"("steps": 10, "grad_accum": 4)", R"(, "recipe": {)" + recipe + "}"), {});
+  };
+  std::vector<BadInput> cases = {
+      with_recipe("shard_group_without_zero3", R"("zero_stage": 2, "shard_group": 4)"),
+      with_recipe("shard_group_not_dividing", R"("zero_stage": 3, "shard_group": 3)"),
+      with_recipe("zero_with_pipeline", R"("zero_stage": 3, "pipeline_parallel": 2)"),
+  };
+  cases[0].expected = {"recipe.shard_group 4 applies to zero_stage 3", "zero_stage is 2"};
+  cases[1].expected = {"recipe.shard_group 3 must be at least 2 and divide the 8 data-parallel ranks"};
+  cases[2].expected = {"zero_stage with pipeline_parallel > 1 is not simulated yet"};
+  check_all_refused(cases);
+}
+
+TEST_CASE("ZeRO-3, hybrid sharding and the distributed optimizer predict through the CLI") {
+  // The scaling-efficiency baseline runs the recipe on one rank: the shard group must not follow it there.
+  for (const std::string recipe : {R"("zero_stage": 3)", R"("zero_stage": 3, "shard_group": 4)",
+                                   R"("distributed_optimizer": true)"}) {
+    CAPTURE(recipe);
+    const auto r = ptsim::test::run_ptsim(
+        "predict --format json --scenario " +
+        file_with("zero_ok", scenario(R"("nodes": 1)", R"("micro_batch": 8, "grad_accum": 2, "steps": 10)",
+                                      R"(, "recipe": {)" + recipe + "}")));
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("\"scaling_efficiency\"") != std::string::npos);
+  }
 }
 
 TEST_CASE("a pipeline that fits predicts its bubble and stages") {
@@ -189,9 +222,11 @@ TEST_CASE("a pipeline that fits predicts its bubble and stages") {
 
 TEST_CASE("GPT-3 175B needs the pipeline: refused without it, naming the pipeline that fits") {
   // 175B parameters × 16 bytes (bf16 + fp32 master + Adam) ÷ TP 8 ≈ 330 GiB per A100-40GB without a pipeline;
-  // ZeRO 1 or 2 over 128 ranks still leaves 4 bytes per parameter ÷ 8 ≈ 81 GiB; 16 stages of 6 layers fit.
+  // ZeRO 1 or 2 over 128 ranks still leaves 4 bytes per parameter ÷ 8 ≈ 81 GiB; ZeRO 3 leaves 16 bytes ÷ 8 ÷ 128
+  // ≈ 2.5 GiB plus the gathered units; 16 stages of 6 layers fit.
   check_all_refused({{"gpt3 without pipeline", "predict --scenario gpt3-175b-1024gpu --set recipe.pipeline_parallel=1",
-                      {"does not fit on a100-40gb", "try: recipe.pipeline_parallel=16 (data-parallel 8) fits"}},
+                      {"does not fit on a100-40gb", "try: recipe.zero_stage=3 (ZeRO over 128 data-parallel ranks",
+                       "try: recipe.pipeline_parallel=16 (data-parallel 8) fits"}},
                      {"gpt3 4 stages", "predict --scenario gpt3-175b-1024gpu --set recipe.pipeline_parallel=4",
                       {"4-stage 1f1b pipeline does not fit", "stage 0 needs",
                        "try: recipe.pipeline_parallel=16 (data-parallel 8) fits"}}});

@@ -246,6 +246,52 @@ TEST_CASE("a stage boundary across nodes adds exactly the send time the network 
     if (span.send) CHECK(span.end_seconds - span.start_seconds == doctest::Approx(cross).epsilon(1e-9));
 }
 
+TEST_CASE("rank_order tp-pp-dp keeps stage neighbours in a node: sends and all-reduces cost what the network says") {
+  // Two DGX A100 nodes of 2 GPUs, P = 2, D = 2. tp-dp-pp: stage 0 is node 0 (ranks 0, 1), stage 1 node 1, so the
+  // sends (pairs 0→2, 1→3) cross InfiniBand and each stage's all-reduce stays on NVLink. tp-pp-dp: rank = d·P + s,
+  // so the sends (0→1, 2→3) stay in a node and the all-reduces (ranks 0, 2 and 1, 3) cross nodes.
+  const models::ModelSpec m = small_gpt();
+  models::Recipe r = pipeline_recipe(2, 1);
+  r.data_parallel = 2;
+  const sim::ClusterConfig c = cluster("dgx-a100", 2, 2);
+  const double bytes = [&] {
+    const auto chunks = models::build_pipeline_graphs(m, r);
+    return static_cast<double>(chunks[0].tensor(chunks[0].chunk.send_activation).bytes());
+  }();
+  auto network_seconds = [&](sim::CollectiveKind kind, double size, std::vector<std::vector<int>> groups) {
+    sim::CollectiveSpec spec;
+    spec.kind = kind;
+    spec.bytes = size;
+    spec.ranks = groups.front();
+    spec.concurrent_groups.assign(groups.begin() + 1, groups.end());
+    spec.channels = std::max(2, c.cluster.node.nics_per_node);
+    spec.mode = sim::SimulationMode::replicated;
+    return sim::simulate_collective(c.cluster, spec).duration_seconds();
+  };
+  const double across = network_seconds(sim::CollectiveKind::send_recv, bytes, {{0, 2}, {1, 3}});
+  const double inside = network_seconds(sim::CollectiveKind::send_recv, bytes, {{0, 1}, {2, 3}});
+  CHECK(across > 2 * inside);  // InfiniBand is slower than NVLink
+  std::vector<double> dp_seconds;
+  for (const models::RankOrder order : {models::RankOrder::tp_dp_pp, models::RankOrder::tp_pp_dp}) {
+    CAPTURE(models::to_string(order));
+    r.rank_order = order;
+    const auto chunks = models::build_pipeline_graphs(m, r);
+    const sim::StepSimulation step = sim::simulate_pipeline_step(chunks, c, true);
+    const double send = order == models::RankOrder::tp_dp_pp ? across : inside;
+    int sends = 0;
+    for (const auto& span : step.pipeline_timeline)
+      if (span.send) {
+        CHECK(span.end_seconds - span.start_seconds == doctest::Approx(send).epsilon(1e-9));
+        ++sends;
+      }
+    CHECK(sends == 2);
+    dp_seconds.push_back(step.stages[0].data_parallel_comm_seconds);
+  }
+  // Stage 0's data-parallel time: its gradient all-reduces over a pair across nodes (tp-pp-dp) take longer
+  // than over NVLink, even though its tied-embedding all-reduce with stage 1 (also counted) moves the other way.
+  CHECK(dp_seconds[1] > dp_seconds[0]);
+}
+
 TEST_CASE("each stage all-reduces its gradients after its last backward; the bubble comes from the schedule") {
   const models::ModelSpec m = small_gpt();
   models::Recipe r = pipeline_recipe(4, 8);
