@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "reports/text_table.hpp"
@@ -18,17 +19,27 @@ std::string micro_batches(const LayoutPlan& p) {
   return parts.empty() ? "-" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
-std::string memory_cell(const LayoutPlan& p) {
+// The fullest GPU over the phases (or, for a layout that does not fit, what it needs).
+double memory_bytes(const LayoutPlan& p) {
   double worst = p.needed_bytes;
   for (const auto& ph : p.phases) worst = std::max(worst, ph.memory_bytes);
+  return worst;
+}
+
+std::string memory_cell(const LayoutPlan& p) {
+  const double worst = memory_bytes(p);
   return worst > 0 ? fmt::format("{}{:.1f}", p.verdict == PlanVerdict::states_no_fit ? "≥" : "", gib(worst)) : "-";
+}
+
+std::string duration(double seconds) {
+  if (seconds >= 2 * 86400) return fmt::format("{:.2f} d", seconds / 86400);
+  if (seconds >= 2 * 3600) return fmt::format("{:.2f} h", seconds / 3600);
+  return seconds >= 120 ? fmt::format("{:.1f} min", seconds / 60) : fmt::format("{:.1f} s", seconds);
 }
 
 std::string time_cell(const LayoutPlan& p) {
   if (p.verdict != PlanVerdict::best && p.verdict != PlanVerdict::slower && p.verdict != PlanVerdict::bounded) return "-";
-  const double days = p.seconds / 86400;
-  return fmt::format("{}{}", p.verdict == PlanVerdict::bounded ? "≥" : "",
-                     days >= 2 ? fmt::format("{:.2f} d", days) : fmt::format("{:.2f} h", p.seconds / 3600));
+  return fmt::format("{}{}", p.verdict == PlanVerdict::bounded ? "≥" : "", duration(p.seconds));
 }
 
 }  // namespace
@@ -56,11 +67,11 @@ std::string plan_to_text(const Scenario& s, const std::string& reference, const 
   const LayoutPlan& best = *search.best();
   std::string out = fmt::format("{}: best plan {}\n", s.name, best.layout.label());
   for (size_t i = 0; i < best.phases.size(); ++i)
-    out += fmt::format("  {}: micro-batch {} × accumulation {}, {} steps of {:.3f} s\n", s.phases[i].name,
+    out += fmt::format("  {}: micro-batch {} × accumulation {}, {} step{} of {:.3f} s\n", s.phases[i].name,
                        best.phases[i].micro_batch, best.phases[i].grad_accum, best.phases[i].steps,
-                       best.phases[i].iteration_seconds);
-  out += fmt::format("  training {:.2f} days; fullest GPU {:.1f} of {:.1f} GiB\n", best.seconds / 86400,
-                     gib(best.phases.empty() ? 0 : best.phases.front().memory_bytes), gib(search.available_bytes));
+                       best.phases[i].steps == 1 ? "" : "s", best.phases[i].iteration_seconds);
+  out += fmt::format("  training {}; fullest GPU {:.1f} of {:.1f} GiB\n", duration(best.seconds),
+                     gib(memory_bytes(best)), gib(search.available_bytes));
   std::string sets;
   for (const auto& o : plan_overrides(s, best)) sets += " --set " + o;
   out += fmt::format("  run it: ptsim predict --scenario {}{}\n", reference, sets);
