@@ -361,10 +361,11 @@ void refuse_plan(const Scenario& s, const PlanSearch& search, const hwprofiles::
             "(phases.N.seq_len), or a GPU with more memory";
   throw core::InfeasibleError(
       core::Infeasibility::memory,
-      fmt::format("no plan fits {} on {} × {} ({} per GPU): of {} layouts searched the closest, {}, needs {}\n"
+      fmt::format("no plan fits {} on {} × {} ({} per GPU): of {} layouts searched the closest, {}, needs {}{}\n"
                   "  fix: {}",
                   s.model, config.gpu_count(), config.gpu.name, gib(available), search.layouts.size(),
-                  closest->layout.label(), gib(closest->needed_bytes), fix),
+                  closest->layout.label(), closest->verdict == PlanVerdict::states_no_fit ? "at least " : "",
+                  gib(closest->needed_bytes), fix),
       closest->needed_bytes - available);
 }
 
