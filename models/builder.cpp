@@ -381,6 +381,8 @@ class ForwardBuilder {
   std::set<int> tp_grad_reduce_;
 };
 
+}  // namespace
+
 void check_recipe_fits_model(const ModelSpec& m, const Recipe& r) {
   validate_recipe(r);
   if (r.seq_len > m.max_position_embeddings)
@@ -408,6 +410,8 @@ void check_recipe_fits_model(const ModelSpec& m, const Recipe& r) {
   if (m.family == ModelFamily::bert && r.max_predictions_per_seq() > r.seq_len)
     throw InputError(fmt::format("max-predictions {} exceeds seq-len {}", r.max_predictions_per_seq(), r.seq_len));
 }
+
+namespace {
 
 // Under ZeRO a rank updates (and norms) only its 1/N shard of each bucket.
 void shard_cost(Op& op, double shards) {

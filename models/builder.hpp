@@ -24,6 +24,10 @@ std::vector<TaskGraph> build_pipeline_graphs(const ModelSpec& model, const Recip
 // do not divide the layers, or the list does not add up to them).
 std::vector<int64_t> chunk_layers(const ModelSpec& model, const Recipe& recipe);
 
+// Throws core::InputError when the recipe does not suit the model or what the builder simulates (what
+// build_task_graph and build_pipeline_graphs check first; the planner asks it about each candidate).
+void check_recipe_fits_model(const ModelSpec& model, const Recipe& recipe);
+
 // Cost fields of an op from its kind, attributes and tensors (used by the builder; exposed for tests).
 void assign_op_cost(const TaskGraph& graph, Op& op);
 

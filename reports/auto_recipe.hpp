@@ -1,15 +1,13 @@
-// reports/auto_recipe.hpp — the sweep's --auto-recipe planner: for one cluster, choose each phase's
-// micro-batch × gradient accumulation that keeps the phase's global batch, and (for the whole run)
-// activation recomputation and — only where the model needs it to fit — tensor parallelism, minimising the
-// predicted training time within GPU memory. It searches what users do by hand: the largest micro-batch
-// that fits (binary search over the divisors of the per-rank batch: memory grows with the micro-batch),
-// the next smaller one, with and without recomputation, each simulated on the cluster; and it says why the
-// runners-up lost. Not here: pipeline parallelism or sharded optimizers (not modelled yet).
+// reports/auto_recipe.hpp — the sweep's --auto-recipe: for one cluster, the planner's fastest plan that
+// fits (reports/plan_search: tensor × pipeline × data parallel, schedule, ZeRO stage, recomputation, and
+// each phase's micro-batch × accumulation at the base scenario's global batch), as the scenario to predict
+// and notes saying why the runners-up lost.
 #pragma once
 #include <string>
 #include <vector>
 
 #include "hwprofiles/profiles.hpp"
+#include "reports/plan_search.hpp"
 #include "reports/prediction_cache.hpp"
 #include "reports/scenario.hpp"
 
@@ -24,7 +22,10 @@ struct AutoRecipe {
 // ranks on the base cluster).
 std::vector<int64_t> phase_global_batches(const Scenario& base, const hwprofiles::ProfileSet& profiles);
 
-// Throws core::InfeasibleError (memory) when no recipe fits, naming the closest miss.
+// The notes of a search with a best plan: each phase's micro-batch, the layout, the named runners-up.
+std::vector<std::string> plan_notes(const Scenario& scenario, const PlanSearch& search);
+
+// Throws core::InfeasibleError (memory) when no plan fits, naming the closest miss and the fix.
 AutoRecipe choose_recipe(const Scenario& scenario, const std::vector<int64_t>& global_batches,
                          const hwprofiles::ProfileSet& profiles, PredictionCache& cache);
 

@@ -75,7 +75,11 @@ void check_key(const std::string& key, const std::string& what) {
 }  // namespace
 
 const std::vector<std::string>& auto_recipe_keys() {
-  static const std::vector<std::string> keys = {"micro_batch", "grad_accum", "recipe.recompute", "recipe.tensor_parallel"};
+  static const std::vector<std::string> keys = {"micro_batch",          "grad_accum",
+                                                "recipe.recompute",     "recipe.tensor_parallel",
+                                                "recipe.pipeline_parallel", "recipe.pipeline_schedule",
+                                                "recipe.virtual_stages", "recipe.stage_layers",
+                                                "recipe.zero_stage"};
   return keys;
 }
 

@@ -124,7 +124,7 @@ int run_sweep_command(int argc, char** argv) {
   app.add_option("--file", f.file, "a sweep file (JSON: base, set, axes, constraints, objective) instead of the flags");
   app.add_option("--set", f.overrides, "edit the base scenario: key=value (repeatable)");
   app.add_option("--vary", f.axes, "an axis: KEY=V1,V2,... or KEY=A..B, A..B+STEP, A..BxFACTOR (repeatable)");
-  app.add_flag("--auto-recipe", f.auto_recipe, "choose micro-batch, accumulation, recomputation (and TP where needed) per cluster");
+  app.add_flag("--auto-recipe", f.auto_recipe, "plan each cluster: TP x PP x DP, schedule, ZeRO stage, recomputation, micro-batch (docs/planning.md)");
   app.add_option("--deadline", f.deadline, "time to train at most this (21d, 36h, 90min, seconds)");
   app.add_option("--budget-usd", f.budget_usd, "dollars at most this, on the objective's price basis (rental otherwise)")
       ->check(CLI::PositiveNumber);

@@ -16,5 +16,6 @@ int run_sweep_command(int argc, char** argv);
 int run_collective_command(int argc, char** argv);
 int run_report_command(int argc, char** argv);
 int run_serve_command(int argc, char** argv);
+int run_plan_command(int argc, char** argv);
 
 }  // namespace ptsim::tools

@@ -28,6 +28,7 @@ constexpr Subcommand kSubcommands[] = {
     {"data", ptsim::tools::run_data_command, "train a WordPiece vocab; prepare BERT shards"},
     {"train", ptsim::tools::run_train_command, "execute the TaskGraph for real (CPU backend)"},
     {"calibrate", ptsim::tools::run_calibrate_command, "fit GPU profiles to measured or published runs"},
+    {"plan", ptsim::tools::run_plan_command, "the fastest TP x PP x DP (x ZeRO, recompute) plan that fits, and why others lost"},
     {"sweep", ptsim::tools::run_sweep_command, "many what-ifs: time-dollar frontier, cheapest plan by a deadline"},
     {"collective", ptsim::tools::run_collective_command, "predict a collective's nccl-tests table on a cluster"},
     {"report", ptsim::tools::run_report_command, "a self-contained HTML report with charts of a scenario (and a sweep)"},
@@ -73,7 +74,7 @@ int main(int argc, char** argv) {
     }
     return rc;
   }
-  fmt::print(stderr, "error: unknown command '{}' (expected one of: predict, validate, graph, profiles, data, train, calibrate, sweep, collective, report, serve)\n",
+  fmt::print(stderr, "error: unknown command '{}' (expected one of: predict, validate, graph, profiles, data, train, calibrate, plan, sweep, collective, report, serve)\n",
              name);
   return 2;
 }

@@ -1,0 +1,18 @@
+// reports/plan_bound.hpp — a lower bound on one simulated optimizer step, from op times and (with a
+// pipeline) tensor-parallel all-reduces alone, without running the event simulation: the planner
+// (reports/plan_search) simulates a plan only when its bound can beat the best plan so far.
+// docs/planning.md says why it is a bound; tests/reports/test_plan_search.cpp checks it against simulations.
+#pragma once
+#include "models/model_spec.hpp"
+#include "models/recipe.hpp"
+#include "reports/prediction_cache.hpp"
+#include "sim/step_simulator.hpp"
+
+namespace ptsim::reports {
+
+// Seconds; never more than sim::simulate_step's (pipeline_parallel 1) or sim::simulate_pipeline_step's
+// iteration for the same model, recipe and cluster.
+double step_lower_bound_seconds(const models::ModelSpec& model, const models::Recipe& recipe,
+                                const sim::ClusterConfig& config, PredictionCache& cache);
+
+}  // namespace ptsim::reports

@@ -1,0 +1,90 @@
+// reports/plan_space.cpp — the planner's layouts and their no-simulation checks (see the header).
+#include "reports/plan_space.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "models/builder.hpp"
+#include "models/zero.hpp"
+#include "sim/pipeline_step.hpp"
+
+namespace ptsim::reports {
+
+void Layout::apply(models::Recipe& r) const {
+  r.tensor_parallel = tensor_parallel;
+  r.pipeline_parallel = pipeline_parallel;
+  r.data_parallel = data_parallel;
+  r.pipeline_schedule = schedule;
+  r.virtual_stages = virtual_stages;
+  r.stage_layers.clear();
+  r.zero_stage = zero_stage;
+  r.recompute_activations = recompute;
+}
+
+std::string Layout::label() const {
+  std::string s = fmt::format("TP {} × PP {}", tensor_parallel, pipeline_parallel);
+  if (pipeline_parallel > 1) {
+    s += fmt::format(" ({}", models::to_string(schedule));
+    if (virtual_stages > 1) s += fmt::format(", V {}", virtual_stages);
+    s += ")";
+  }
+  s += fmt::format(" × DP {}", data_parallel);
+  if (zero_stage > 0) s += fmt::format(", ZeRO-{}", zero_stage);
+  s += recompute ? ", recompute" : ", no recompute";
+  return s;
+}
+
+std::vector<Layout> enumerate_layouts(int64_t gpus, int64_t gpus_per_node, int64_t num_layers) {
+  std::vector<Layout> out;
+  for (int64_t tp = 1; tp <= gpus_per_node && gpus % tp == 0; tp *= 2)
+    for (int64_t pp = 1; pp <= std::min(gpus / tp, num_layers); ++pp) {
+      if ((gpus / tp) % pp != 0) continue;
+      for (const ScheduleOption& schedule : kPlannedSchedules) {
+        if (pp == 1 && schedule.schedule != models::PipelineSchedule::one_f_one_b) continue;  // no pipeline
+        for (int64_t v : schedule.virtual_stages)
+          for (int zero : kPlannedZeroStages)
+            for (bool recompute : kPlannedRecompute)
+              if (zero == 0 || gpus / (tp * pp) > 1)  // ZeRO over one data-parallel rank shards nothing
+                out.push_back({tp, pp, gpus / (tp * pp), schedule.schedule, v, zero, recompute});
+      }
+    }
+  return out;
+}
+
+std::optional<std::string> layout_problem(const models::ModelSpec& model, const models::Recipe& recipe) {
+  try {
+    models::check_recipe_fits_model(model, recipe);
+    if (recipe.pipeline_parallel > 1) {
+      models::chunk_layers(model, recipe);
+      if (recipe.grad_accum > sim::kMaxPipelineMicroBatches)
+        return fmt::format("{} micro-batches per step, more than the {} a pipeline is simulated with",
+                           recipe.grad_accum, sim::kMaxPipelineMicroBatches);
+    }
+  } catch (const core::InputError& e) {
+    return std::string(e.what());
+  }
+  return std::nullopt;
+}
+
+double layer_weight_elements(const models::ModelSpec& m) {
+  const double h = static_cast<double>(m.hidden_size);
+  return 4 * h * h + 2 * h * static_cast<double>(m.intermediate_size);
+}
+
+double model_states_lower_bound(const models::ModelSpec& model, const models::Recipe& r,
+                                const hwprofiles::GpuProfile& gpu) {
+  // The layers of the largest model chunk group one pipeline device holds (even split: layers ÷ P).
+  const double layers = static_cast<double>((model.num_layers + r.pipeline_parallel - 1) / r.pipeline_parallel);
+  const double elements = layers * layer_weight_elements(model) / static_cast<double>(r.tensor_parallel);
+  // Bytes per parameter as the builder allocates them (models/builder.cpp: param()).
+  const double compute = r.precision == models::Precision::fp16 || r.precision == models::Precision::bf16 ? 2 : 4;
+  const double master = models::is_mixed_precision(r.precision) ? 4 : 0;
+  const double moments = r.optimizer == models::OptimizerKind::sgd ? 4 : 8;
+  const models::ModelStates states = models::shard_model_states(
+      {compute * elements, compute * elements, master * elements, moments * elements}, r.zero_stage, r.data_parallel);
+  return states.total_bytes() + gpu.reserved_memory_bytes;
+}
+
+}  // namespace ptsim::reports
