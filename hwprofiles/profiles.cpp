@@ -182,6 +182,8 @@ GpuProfile load_gpu_profile(const std::string& path) {
       read_quantity(r, "peak_fp16_tensor", Dimension::flops_per_second, Range::non_negative, s);
   g.peak_bf16_tensor_flops_per_second =
       read_quantity(r, "peak_bf16_tensor", Dimension::flops_per_second, Range::non_negative, s);
+  g.peak_fp8_tensor_flops_per_second =
+      read_quantity(r, "peak_fp8_tensor", Dimension::flops_per_second, Range::non_negative, s);
   g.sustained_clock_fraction =
       read_quantity(r, "sustained_clock_fraction", Dimension::fraction, Range::fraction, s);
   // The stack's part (launch overhead, efficiency ceilings) is in stacks/*.json; the chip keeps the ramps.
@@ -199,7 +201,8 @@ GpuProfile load_gpu_profile(const std::string& path) {
 }
 
 const std::vector<std::string>& known_fusions() {
-  static const std::vector<std::string> fusions = {"multi_tensor_optimizer", "fused_attention"};
+  static const std::vector<std::string> fusions = {"multi_tensor_optimizer", "fused_attention", "fused_softmax_dropout",
+                                                   "fused_bias_dropout_residual"};
   return fusions;
 }
 
@@ -288,6 +291,24 @@ NodeProfile load_node_profile(const std::string& path) {
   return n;
 }
 
+namespace {
+
+// NCCL's socket transport stripes each connection over NCCL_SOCKET_NTHREADS × NCCL_NSOCKS_PERTHREAD sockets,
+// at most 64 (NCCL environment-variable documentation); each socket is capped by per_flow_bandwidth.
+void read_sockets_per_connection(JsonReader& r, NetworkProfile& n) {
+  const double sockets = read_quantity(r, "sockets_per_connection", Dimension::count, Range::positive, n.sources);
+  if (sockets > 64)  // a count: already a whole number >= 1
+    r.fail("sockets_per_connection",
+           fmt::format("at most 64 (NCCL allows NCCL_SOCKET_NTHREADS × NCCL_NSOCKS_PERTHREAD up to 64), got {}", sockets));
+  if (n.transport != Transport::tcp_socket)
+    r.fail("sockets_per_connection", "only with transport 'tcp_socket' (RDMA connections are not socket streams)");
+  if (n.per_flow_bytes_per_second <= 0)
+    r.fail("sockets_per_connection", "'per_flow_bandwidth' too (the per-socket cap it multiplies)");
+  n.sockets_per_connection = static_cast<int>(sockets);
+}
+
+}  // namespace
+
 NetworkProfile load_network_profile(const std::string& path) {
   const Json json = core::load_json_file(path);
   JsonReader r(json, path);
@@ -304,6 +325,7 @@ NetworkProfile load_network_profile(const std::string& path) {
   if (r.has("per_flow_bandwidth"))
     n.per_flow_bytes_per_second =
         read_quantity(r, "per_flow_bandwidth", Dimension::bytes_per_second, Range::positive, s);
+  if (r.has("sockets_per_connection")) read_sockets_per_connection(r, n);
   n.host_staging = r.require_bool("host_staging");
   if (r.has("switch_port_cost"))
     n.switch_port_usd = read_quantity(r, "switch_port_cost", Dimension::usd, Range::non_negative, s);

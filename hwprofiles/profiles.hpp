@@ -25,6 +25,7 @@ struct GpuProfile {
   double peak_tf32_flops_per_second = 0;
   double peak_fp16_tensor_flops_per_second = 0;
   double peak_bf16_tensor_flops_per_second = 0;
+  double peak_fp8_tensor_flops_per_second = 0;  // E4M3/E5M2 tensor cores (Hopper and later)
   double sustained_clock_fraction = 1.0;   // sustained / boost clock under training load (T4 throttles)
   // The software stack's part (stacks/*.json, applied by device_profile): 0 until a stack is applied.
   std::string stack;                       // the applied stack's name ("" = datasheet only: not costable)
@@ -99,6 +100,10 @@ struct NetworkProfile {
   double achieved_fraction = 1.0;          // fraction of line rate a collective's flow achieves
   double latency_seconds = 0;              // per message, end to end
   double per_flow_bytes_per_second = 0;    // cap per TCP socket stream (0 = none)
+  // TCP sockets one NCCL connection (one channel to one peer) stripes over: NCCL_SOCKET_NTHREADS ×
+  // NCCL_NSOCKS_PERTHREAD. A flow's cap is per_flow × this (docs/network-model.md).
+  int sockets_per_connection = 1;
+  double connection_cap_bytes_per_second() const { return per_flow_bytes_per_second * sockets_per_connection; }
   bool host_staging = false;               // data crosses host memory (socket transport)
   double switch_port_usd = 0;              // per port incl. cable/NIC share (ownership cost); 0 = unknown
   std::map<std::string, std::string> sources;

@@ -47,6 +47,7 @@ class Autodiff {
       case OpKind::gemm: return op.attrs.gemm.has_bias ? std::vector<size_t>{0, 1, 2} : std::vector<size_t>{0, 1};
       case OpKind::batched_gemm: return {0, 1};
       case OpKind::fused_attention: return {0, 1, 2};
+      case OpKind::bias_dropout_residual: return {0, 1, 2};
       case OpKind::layernorm: return {0, 1, 2};
       case OpKind::softmax: return {0};
       case OpKind::gather_rows: return {0};
@@ -175,6 +176,43 @@ class Autodiff {
     }
   }
 
+  // The transposed fp8 copy (x8ᵀ / W8ᵀ) of an fp8 cast's output, as the cast that made it wrote it.
+  int fp8_transpose_of(int x8) const { return g_.op(g_.tensor(x8).producer).outputs[1]; }
+
+  // Backward of a fp8 linear y [m,n] = x8 [m,k] · W8ᵀ (W8 [n,k]) as Transformer Engine runs it: dy is cast
+  // to E5M2 with its transpose (and the bias gradient summed in the same kernel, cast_transpose_dbias), then
+  // dgrad dx [m,k] = dy8 · (W8ᵀ)ᵀ and wgrad dW [n,k] += dy8ᵀ · (x8ᵀ)ᵀ — both TN, as Hopper's fp8 GEMMs need.
+  // dx is the gradient of the bf16 tensor x8 was cast from (the cast's rule passes it through).
+  void fp8_linear_backward(const Op& op, const Op& live, int dy) {
+    const GemmAttrs& f = op.attrs.gemm;
+    if (f.trans_a || !f.trans_b) throw std::logic_error("fp8 GEMM '" + op.name + "' is not a linear (x · Wᵀ)");
+    const std::string y = g_.tensor(op.outputs[0]).name;
+    std::vector<int> cast_out = {ctx_.activation("grad." + y + ".fp8", {f.m, f.n}, op.layer, DType::f8e5m2),
+                                 ctx_.activation("grad." + y + ".fp8_t", {f.n, f.m}, op.layer, DType::f8e5m2),
+                                 ctx_.activation("grad." + y + ".amax", {1}, op.layer, DType::f32)};
+    if (f.has_bias && wants(op, 2)) cast_out.push_back(param_grad(op.inputs[2]));
+    OpAttrs c;
+    c.rows = f.m;
+    c.cols = f.n;
+    emit(OpKind::fp8_cast_transpose, op.name + ".grad_cast", op.layer, {dy}, cast_out, c);
+    OpAttrs a;
+    a.gemm.fp8 = true;
+    a.gemm.trans_b = true;
+    if (wants(op, 0)) {
+      a.gemm.m = f.m, a.gemm.n = f.k, a.gemm.k = f.n;
+      int dx = new_grad(op.inputs[0]);
+      emit(OpKind::gemm, op.name + ".dgrad", op.layer, {cast_out[0], fp8_transpose_of(live.inputs[1])}, {dx}, a);
+      add_grad(op.inputs[0], dx, op.layer);
+    }
+    if (wants(op, 1)) {
+      const int weight = g_.op(g_.tensor(op.inputs[1]).producer).inputs[0];
+      a.gemm.m = f.n, a.gemm.n = f.k, a.gemm.k = f.m;
+      a.gemm.accumulate = true;
+      emit(OpKind::gemm, op.name + ".wgrad", op.layer, {cast_out[1], fp8_transpose_of(live.inputs[0])},
+           {param_grad(weight)}, a);
+    }
+  }
+
   // Single-input elementwise rule: dx = kind(dy, saved...) into a new gradient of input 0.
   void unary(const Op& op, OpKind kind, std::vector<int> inputs) {
     if (!wants(op, 0)) return;
@@ -204,6 +242,11 @@ class Autodiff {
 
     switch (op.kind) {
       case OpKind::gemm:
+        if (op.attrs.gemm.fp8) {
+          fp8_linear_backward(op, live, dy);
+          break;
+        }
+        [[fallthrough]];
       case OpKind::batched_gemm:
         gemm_operand_grad(op, live, 0, dy, "dA");
         gemm_operand_grad(op, live, 1, dy, "dB");
@@ -239,6 +282,18 @@ class Autodiff {
         break;
       }
       case OpKind::dropout: unary(op, OpKind::dropout_backward, {dy, live.outputs[1]}); break;
+      case OpKind::softmax_dropout:  // one kernel: through the dropout mask, then the softmax's Jacobian
+        unary(op, OpKind::softmax_dropout_backward, {dy, live.outputs[1], live.outputs[2]});
+        break;
+      case OpKind::bias_dropout_residual: {  // dresidual = dout; dy = dout · mask / (1 − p) and its column sums
+        std::vector<int> inputs = {dy};
+        if (op.outputs.size() > 1) inputs.push_back(live.outputs[1]);
+        const int dx = new_grad(op.inputs[0]);
+        emit(OpKind::bias_dropout_residual_backward, op.name, op.layer, inputs, {dx, param_grad(op.inputs[1])}, op.attrs);
+        add_grad(op.inputs[0], dx, op.layer);
+        if (wants(op, 2)) add_grad(op.inputs[2], dy, op.layer);
+        break;
+      }
       case OpKind::gelu: unary(op, OpKind::gelu_backward, {dy, live.inputs[0]}); break;
       case OpKind::tanh: unary(op, OpKind::tanh_backward, {dy, live.outputs[0]}); break;
       case OpKind::split_heads: unary(op, OpKind::merge_heads, {dy}); break;
@@ -246,6 +301,9 @@ class Autodiff {
       case OpKind::gather_rows: unary(op, OpKind::gather_rows_backward, {dy, live.inputs[1]}); break;
       case OpKind::cross_entropy:
         unary(op, OpKind::cross_entropy_backward, {dy, live.inputs[0], live.inputs[1], live.outputs[1]});
+        break;
+      case OpKind::fp8_cast_transpose:  // straight through: the GEMMs' gradients are w.r.t. the bf16 source
+        if (wants(op, 0)) add_grad(op.inputs[0], dy, op.layer);
         break;
       case OpKind::all_reduce:  // Megatron "g": all-reduce forward, identity backward
         if (wants(op, 0)) add_grad(op.inputs[0], dy, op.layer);

@@ -56,6 +56,13 @@ struct BackwardOptions {
   std::set<int> grad_inputs;
 };
 
+// Transformer Engine's delayed scaling: after a pass (forward or backward) one fp8_scale_update folds the
+// amax of every fp8 cast of that pass into its history and computes next step's scales. No op when the pass
+// has no fp8 cast (models/fp8_scaling.cpp).
+void append_fp8_scale_update(BuildContext& ctx, Phase phase);
+// TE's default amax history (DelayedScaling amax_history_len = 1024, TE 1.x–2.x; docs/precisions.md).
+constexpr int64_t kFp8AmaxHistoryLength = 1024;
+
 // Appends backward ops for every forward op, in reverse, from per-op-kind gradient rules. Returns the
 // gradient tensor of each of `options.grad_inputs` that influences the loss.
 std::map<int, int> append_backward(BuildContext& ctx, const BackwardOptions& options);

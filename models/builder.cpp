@@ -123,7 +123,35 @@ class ForwardBuilder {
     a.gemm.k = in;
     a.gemm.trans_b = true;
     a.gemm.has_bias = bias;
+    if (fp8_linear(layer)) {  // Transformer Engine's te.Linear: both operands cast to E4M3 first
+      a.gemm.fp8 = true;
+      inputs[0] = fp8_cast(x, layer);
+      inputs[1] = fp8_cast(w, layer);
+    }
     return emit1(OpKind::gemm, name, layer, inputs, {rows, out}, a);
+  }
+
+  // Under precision fp8 the transformer layers' linears run in fp8 (TE replaces those modules); the
+  // embeddings, the heads' linears and attention's batched GEMMs stay bf16 (docs/precisions.md).
+  bool fp8_linear(int layer) const {
+    return r_.precision == Precision::fp8 && layer >= 0 && layer < m_.num_layers;
+  }
+
+  // The E4M3 copy of a bf16 tensor [R, C] (an activation or a weight), with its transpose [C, R] kept for
+  // backward and its amax; one cast per tensor, shared by the linears that read it (Q, K and V).
+  int fp8_cast(int source, int layer) {
+    if (auto it = fp8_casts_.find(source); it != fp8_casts_.end()) return it->second;
+    const Tensor& t = g_.tensor(source);
+    const int64_t cols = t.shape.back(), rows = t.elements() / cols;
+    const std::string name = t.name;
+    int x8 = ctx_.activation(name + ".fp8", {rows, cols}, layer, DType::f8e4m3);
+    int x8t = ctx_.activation(name + ".fp8_t", {cols, rows}, layer, DType::f8e4m3);
+    int amax = ctx_.activation(name + ".amax", {1}, layer, DType::f32);
+    OpAttrs a;
+    a.rows = rows;
+    a.cols = cols;
+    ctx_.emit(OpKind::fp8_cast_transpose, name + ".fp8_cast", Phase::forward, layer, {source}, {x8, x8t, amax}, a);
+    return fp8_casts_[source] = x8;
   }
 
   int layernorm(const std::string& name, int x, int64_t rows, int layer) {
@@ -172,6 +200,61 @@ class ForwardBuilder {
     if (tp_ > 1) tp_grad_reduce_.insert(x);
   }
 
+  // ---- a sublayer's end: output linear, dropout, residual ----
+  // The output linear of attention or the MLP. Under fused_bias_dropout_residual its bias is not added by the
+  // GEMM but by the fused op after it (Megatron's skip_bias_add), held in pending_bias_ until then.
+  int output_linear(const std::string& name, int x, int64_t in, int layer) {
+    if (!r_.fused_bias_dropout_residual) return linear(name, x, M_, in, H_, layer);
+    int y = linear(name, x, M_, in, H_, layer, false);
+    pending_bias_ = param(name + ".bias", {H_}, false, layer);
+    return y;
+  }
+
+  // residual + dropout(y): a dropout and an add (the bias already in the GEMM), or one bias_dropout_residual
+  // op (Megatron-LM's / Transformer Engine's bias_dropout_add) that also adds the pending bias.
+  int dropout_residual(const std::string& prefix, const char* dropout_suffix, const char* add_suffix, int y,
+                       int residual, bool residual_first, int layer) {
+    if (!r_.fused_bias_dropout_residual) {
+      y = dropout(prefix + dropout_suffix, y, m_.hidden_dropout, layer);
+      return add(prefix + add_suffix, residual_first ? std::vector<int>{residual, y} : std::vector<int>{y, residual},
+                 layer);
+    }
+    const std::string name = prefix + ".bias_dropout_residual";
+    OpAttrs a;
+    a.rows = M_;
+    a.cols = H_;
+    std::vector<int> outputs = {act(name, {M_, H_}, layer)};
+    if (r_.include_dropout && m_.hidden_dropout > 0) {
+      a.dropout_p = m_.hidden_dropout;
+      a.rng_stream = ++rng_streams_;
+      outputs.push_back(ctx_.activation(name + ".mask", {M_, H_}, layer, DType::u8));
+    }
+    ctx_.emit(OpKind::bias_dropout_residual, name, Phase::forward, layer, {y, pending_bias_, residual}, outputs, a);
+    pending_bias_ = -1;
+    return outputs[0];
+  }
+
+  // Attention's probabilities: softmax (scale in the scores GEMM's α, mask inside) then dropout, or both in one
+  // softmax_dropout kernel (fused_softmax_dropout) that writes the probabilities for backward beside the
+  // dropped ones and the mask.
+  int softmax_then_dropout(const std::string& prefix, const std::vector<int>& inputs, const OpAttrs& sm, int layer) {
+    const int64_t bh = B_ * heads_;
+    const bool drop = r_.include_dropout && m_.attention_dropout > 0;
+    if (!r_.fused_softmax_dropout || !drop) {
+      int probs = emit1(OpKind::softmax, prefix + ".softmax", layer, inputs, {bh, S_, S_}, sm);
+      return dropout(prefix + ".attn_dropout", probs, m_.attention_dropout, layer);
+    }
+    const std::string name = prefix + ".softmax_dropout";
+    OpAttrs a = sm;
+    a.dropout_p = m_.attention_dropout;
+    a.rng_stream = ++rng_streams_;
+    int dropped = act(name, {bh, S_, S_}, layer);
+    int probs = act(name + ".probs", {bh, S_, S_}, layer);
+    int mask = ctx_.activation(name + ".mask", {bh, S_, S_}, layer, DType::u8);
+    ctx_.emit(OpKind::softmax_dropout, name, Phase::forward, layer, inputs, {dropped, probs, mask}, a);
+    return dropped;
+  }
+
   // ---- attention (shared by BERT and GPT-2) ----
   // The fused kernel a stack with "fused_attention" runs: one op from the heads to the context; it keeps the
   // softmax's log-sum-exp per row (B·nh·S floats) for backward instead of the S×S probabilities.
@@ -194,7 +277,7 @@ class ForwardBuilder {
     int lse = ctx_.activation(prefix + ".fused_attention.lse", {bh, S_}, layer, DType::f32);
     ctx_.emit(OpKind::fused_attention, prefix + ".fused_attention", Phase::forward, layer, inputs, {context, lse}, fa);
     int merged = emit1(OpKind::merge_heads, prefix + ".context.merge", layer, {context}, {M_, local_hidden}, heads);
-    int out = linear(out_prefix, merged, M_, local_hidden, H_, layer);
+    int out = output_linear(out_prefix, merged, local_hidden, layer);
     return tp_all_reduce(out_prefix + ".tp_all_reduce", out, layer);
   }
 
@@ -227,8 +310,7 @@ class ForwardBuilder {
     sm.causal = causal;
     std::vector<int> sm_inputs = {scores};
     if (!causal) sm_inputs.push_back(g_.inputs.attention_mask);
-    int probs = emit1(OpKind::softmax, prefix + ".softmax", layer, sm_inputs, {bh, S_, S_}, sm);
-    probs = dropout(prefix + ".attn_dropout", probs, m_.attention_dropout, layer);
+    int probs = softmax_then_dropout(prefix, sm_inputs, sm, layer);
     OpAttrs cx;
     cx.gemm.batch = bh;
     cx.gemm.m = S_;
@@ -236,7 +318,7 @@ class ForwardBuilder {
     cx.gemm.k = S_;
     int context = emit1(OpKind::batched_gemm, prefix + ".context", layer, {probs, vh}, {bh, S_, d_}, cx);
     int merged = emit1(OpKind::merge_heads, prefix + ".context.merge", layer, {context}, {M_, local_hidden}, heads);
-    int out = linear(out_prefix, merged, M_, local_hidden, H_, layer);
+    int out = output_linear(out_prefix, merged, local_hidden, layer);
     return tp_all_reduce(out_prefix + ".tp_all_reduce", out, layer);
   }
 
@@ -245,7 +327,7 @@ class ForwardBuilder {
     OpAttrs ga;
     ga.gelu_tanh = gelu_tanh;
     int g = emit1(OpKind::gelu, in_name + ".gelu", layer, {h}, {M_, ffn_}, ga);
-    int o = linear(out_name, g, M_, ffn_, H_, layer);
+    int o = output_linear(out_name, g, ffn_, layer);
     return tp_all_reduce(out_name + ".tp_all_reduce", o, layer);
   }
 
@@ -271,13 +353,11 @@ class ForwardBuilder {
     const std::string p = fmt::format("bert.encoder.layer.{}", layer);
     tp_enter_parallel_region(x);
     int attn = self_attention(p + ".attention.self", p + ".attention.output.dense", x, layer, false);
-    attn = dropout(p + ".attention.output.dropout", attn, m_.hidden_dropout, layer);
-    int r1 = add(p + ".attention.output.residual", {attn, x}, layer);
+    int r1 = dropout_residual(p + ".attention.output", ".dropout", ".residual", attn, x, false, layer);
     int x1 = layernorm(p + ".attention.output.LayerNorm", r1, M_, layer);
     tp_enter_parallel_region(x1);
     int o = mlp(p + ".intermediate.dense", p + ".output.dense", x1, layer, false);
-    o = dropout(p + ".output.dropout", o, m_.hidden_dropout, layer);
-    int r2 = add(p + ".output.residual", {o, x1}, layer);
+    int r2 = dropout_residual(p + ".output", ".dropout", ".residual", o, x1, false, layer);
     return layernorm(p + ".output.LayerNorm", r2, M_, layer);
   }
 
@@ -348,13 +428,11 @@ class ForwardBuilder {
     int h = layernorm(p + ".ln_1", x, M_, layer);
     tp_enter_parallel_region(h);
     int a = self_attention(p + ".attn", p + ".attn.c_proj", h, layer, true);
-    a = dropout(p + ".attn.resid_dropout", a, m_.hidden_dropout, layer);
-    int x1 = add(p + ".attn.residual", {x, a}, layer);
+    int x1 = dropout_residual(p + ".attn", ".resid_dropout", ".residual", a, x, true, layer);
     int h2 = layernorm(p + ".ln_2", x1, M_, layer);
     tp_enter_parallel_region(h2);
     int o = mlp(p + ".mlp.c_fc", p + ".mlp.c_proj", h2, layer, true);
-    o = dropout(p + ".mlp.dropout", o, m_.hidden_dropout, layer);
-    return add(p + ".mlp.residual", {x1, o}, layer);
+    return dropout_residual(p + ".mlp", ".dropout", ".residual", o, x1, true, layer);
   }
 
   int gpt2_head(int x) {
@@ -379,6 +457,8 @@ class ForwardBuilder {
   int word_table_ = -1;
   uint64_t rng_streams_ = 0;
   std::set<int> tp_grad_reduce_;
+  std::map<int, int> fp8_casts_;  // bf16 tensor → its fp8 cast (precision fp8)
+  int pending_bias_ = -1;         // an output linear's bias for the next bias_dropout_residual op
 };
 
 }  // namespace
@@ -572,7 +652,9 @@ TaskGraph build_chunk(const ModelSpec& model, const Recipe& recipe, const Pipeli
   ForwardBuilder forward(g, model, recipe);
   BackwardOptions options = forward.build();
   BuildContext ctx{g, activation_dtype(recipe.precision), recipe.precision == Precision::tf32};
+  append_fp8_scale_update(ctx, Phase::forward);
   const std::map<int, int> input_grads = append_backward(ctx, options);
+  append_fp8_scale_update(ctx, Phase::backward);
   if (auto it = input_grads.find(g.chunk.recv_activation); it != input_grads.end()) g.chunk.send_gradient = it->second;
   append_step_tail(ctx, recipe);
   return g;

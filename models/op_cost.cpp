@@ -26,6 +26,10 @@ double elementwise_flops_per_element(OpKind kind) {
     case OpKind::layernorm_backward: return 14;
     case OpKind::softmax: return 5;           // max, exp, sum, divide (+ mask/scale)
     case OpKind::softmax_backward: return 4;
+    case OpKind::softmax_dropout: return 7;            // softmax 5 + dropout 2, one pass
+    case OpKind::softmax_dropout_backward: return 6;   // dropout backward 2 + softmax backward 4
+    case OpKind::bias_dropout_residual: return 4;      // + bias, compare + scale, + residual
+    case OpKind::bias_dropout_residual_backward: return 3;  // compare + scale, column sum
     case OpKind::cross_entropy: return 4;
     case OpKind::cross_entropy_backward: return 3;
     default: return 0;
@@ -93,6 +97,26 @@ void assign_op_cost(const TaskGraph& g, Op& op) {
                   ? op.attrs.comm.bytes / dtype_bytes(op.dtype)
                   : 0;
       break;
+    case OpKind::fp8_cast_transpose: {
+      // Per element: |x|, running max (the amax), × scale, saturating convert (4); with a fused bias gradient
+      // (a 4th output) one more add per element, and the bias gradient is read-modify-write.
+      flops = 4 * tensor_elements(g, op.inputs[0]);
+      if (op.outputs.size() > 3) {
+        flops += tensor_elements(g, op.inputs[0]);
+        read += tensor_bytes(g, op.outputs[3]);
+      }
+      break;
+    }
+    case OpKind::fp8_scale_update: {
+      // For each of the pass's fp8 tensors (attrs.rows): read its new amax and its amax history
+      // (attrs.cols fp32 entries), write the rolled history, the scale and its inverse; the max over the
+      // history is one compare per entry plus ~4 FLOPs for the scale (docs/precisions.md).
+      const double tensors = static_cast<double>(op.attrs.rows), history = static_cast<double>(op.attrs.cols);
+      read = tensors * (4 + 4 * history);
+      written = tensors * (4 * history + 8);
+      flops = tensors * (history + 4);
+      break;
+    }
     case OpKind::grad_norm:
       for (int t : op.inputs) flops += 2 * tensor_elements(g, t);
       break;
@@ -113,6 +137,7 @@ void assign_op_cost(const TaskGraph& g, Op& op) {
       for (int t : op.inputs) elements = std::max(elements, tensor_elements(g, t));
       flops = elementwise_flops_per_element(op.kind) * elements;
       if (op.kind == OpKind::layernorm_backward) read += tensor_bytes(g, op.outputs[1]) + tensor_bytes(g, op.outputs[2]);
+      if (op.kind == OpKind::bias_dropout_residual_backward) read += tensor_bytes(g, op.outputs[1]);  // dbias +=
       break;
     }
   }
@@ -131,7 +156,10 @@ int BuildContext::emit(OpKind kind, const std::string& name, Phase phase, int la
   op.inputs = std::move(inputs);
   op.outputs = std::move(outputs);
   op.attrs = std::move(attrs);
-  op.dtype = act_dtype;
+  // An fp8 GEMM's math is E4M3 × E4M3 in forward (and recompute), E5M2 gradient × E4M3 in backward (TE's
+  // HYBRID format); both run at the fp8 tensor-core peak.
+  op.dtype = op.attrs.gemm.fp8 && kind == OpKind::gemm ? (phase == Phase::backward ? DType::f8e5m2 : DType::f8e4m3)
+                                                        : act_dtype;
   op.tf32_math = tf32_math && is_gemm_like(kind);
   assign_op_cost(graph, op);
   return graph.add_op(std::move(op));

@@ -15,6 +15,7 @@ const char* to_string(Precision p) {
     case Precision::tf32: return "tf32";
     case Precision::fp16: return "fp16";
     case Precision::bf16: return "bf16";
+    case Precision::fp8: return "fp8";
   }
   return "?";
 }
@@ -53,9 +54,9 @@ PipelineSchedule parse_pipeline_schedule(const std::string& name, const std::str
 }
 
 Precision parse_precision(const std::string& name, const std::string& what) {
-  for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16})
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16, Precision::fp8})
     if (name == to_string(p)) return p;
-  throw InputError(fmt::format("{}: unknown precision '{}' (expected fp32, tf32, fp16 or bf16)", what, name));
+  throw InputError(fmt::format("{}: unknown precision '{}' (expected fp32, tf32, fp16, bf16 or fp8)", what, name));
 }
 
 OptimizerKind parse_optimizer(const std::string& name, const std::string& what) {

@@ -9,10 +9,13 @@
 namespace ptsim::models {
 
 // tf32: fp32 storage, GEMMs on tensor cores in TF32 (A100 and later); fp16/bf16: mixed precision with fp32
-// master weights.
-enum class Precision { fp32, tf32, fp16, bf16 };
-// fp16/bf16: 16-bit activations and weights with fp32 master copies.
-inline bool is_mixed_precision(Precision p) { return p == Precision::fp16 || p == Precision::bf16; }
+// master weights; fp8: Transformer Engine on Hopper — bf16 storage and fp32 masters as bf16, the transformer
+// layers' linears as E4M3 (forward) / E5M2 (gradient) GEMMs with delayed per-tensor scaling (docs/precisions.md).
+enum class Precision { fp32, tf32, fp16, bf16, fp8 };
+// fp16/bf16/fp8: 16-bit activations and weights with fp32 master copies.
+inline bool is_mixed_precision(Precision p) {
+  return p == Precision::fp16 || p == Precision::bf16 || p == Precision::fp8;
+}
 enum class OptimizerKind { adamw, lamb, lans, sgd };
 // Pipeline schedules (docs/parallelism.md): GPipe (all forwards, then all backwards), 1F1B (PipeDream-Flush,
 // Megatron's default) and interleaved 1F1B with `virtual_stages` model chunks per device (Narayanan et al. 2021).
@@ -51,6 +54,8 @@ struct Recipe {
   // What the software stack fuses (hwprofiles/stacks, docs/stacks.md): it changes the graph that is built.
   bool fused_attention = false;         // QKᵀ, mask, softmax, dropout and ·V in one kernel: no S×S tensor
   bool multi_tensor_optimizer = true;   // one optimizer kernel per gradient bucket (else one per tensor)
+  bool fused_softmax_dropout = false;   // scale, mask, softmax and dropout of attention in one kernel
+  bool fused_bias_dropout_residual = false;  // x + dropout(y + b) after each sublayer's output linear, one kernel
 
   // The ranks one ZeRO shard spans: the shard group, else every data-parallel rank.
   int64_t zero_shards() const { return shard_group > 0 ? shard_group : data_parallel; }

@@ -13,6 +13,8 @@ int64_t dtype_bytes(DType t) {
     case DType::f64: return 8;
     case DType::i32: return 4;
     case DType::u8: return 1;
+    case DType::f8e4m3: return 1;
+    case DType::f8e5m2: return 1;
   }
   return 0;
 }
@@ -25,6 +27,8 @@ const char* to_string(DType t) {
     case DType::f64: return "f64";
     case DType::i32: return "i32";
     case DType::u8: return "u8";
+    case DType::f8e4m3: return "f8e4m3";
+    case DType::f8e5m2: return "f8e5m2";
   }
   return "?";
 }
@@ -35,6 +39,7 @@ DType activation_dtype(Precision p) {
     case Precision::tf32: return DType::f32;
     case Precision::fp16: return DType::f16;
     case Precision::bf16: return DType::bf16;
+    case Precision::fp8: return DType::bf16;  // storage; only the fp8 GEMMs' operands are 8-bit
   }
   return DType::f32;
 }
@@ -66,6 +71,10 @@ const char* to_string(OpKind k) {
     case OpKind::softmax_backward: return "softmax_backward";
     case OpKind::fused_attention: return "fused_attention";
     case OpKind::fused_attention_backward: return "fused_attention_backward";
+    case OpKind::softmax_dropout: return "softmax_dropout";
+    case OpKind::softmax_dropout_backward: return "softmax_dropout_backward";
+    case OpKind::bias_dropout_residual: return "bias_dropout_residual";
+    case OpKind::bias_dropout_residual_backward: return "bias_dropout_residual_backward";
     case OpKind::dropout: return "dropout";
     case OpKind::dropout_backward: return "dropout_backward";
     case OpKind::gelu: return "gelu";
@@ -85,6 +94,8 @@ const char* to_string(OpKind k) {
     case OpKind::recv: return "recv";
     case OpKind::grad_norm: return "grad_norm";
     case OpKind::optimizer_update: return "optimizer_update";
+    case OpKind::fp8_cast_transpose: return "fp8_cast_transpose";
+    case OpKind::fp8_scale_update: return "fp8_scale_update";
   }
   return "?";
 }

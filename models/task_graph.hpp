@@ -21,10 +21,12 @@
 
 namespace ptsim::models {
 
-enum class DType { f32, f16, bf16, f64, i32, u8 };
+// f8e4m3 / f8e5m2: the OCP 8-bit floats of Hopper's tensor cores (fp8 casts and GEMM operands only).
+enum class DType { f32, f16, bf16, f64, i32, u8, f8e4m3, f8e5m2 };
 int64_t dtype_bytes(DType t);
 const char* to_string(DType t);
-DType activation_dtype(Precision p);  // f32 for fp32 and tf32, else f16/bf16
+inline bool is_fp8(DType t) { return t == DType::f8e4m3 || t == DType::f8e5m2; }
+DType activation_dtype(Precision p);  // f32 for fp32 and tf32, bf16 for bf16 and fp8, f16 for fp16
 
 enum class TensorRole {
   input,            // data fed each micro-step (token ids, labels, masks)
@@ -66,6 +68,14 @@ enum class OpKind {
   // and ·V in one kernel, tiled so no [B·nh,S,S] tensor is stored; backward recomputes the scores.
   fused_attention,          // in: [q, k, v [B·nh,S,d], (attention_mask [B,S])] out: [context [B·nh,S,d], lse [B·nh,S] f32]
   fused_attention_backward, // in: [dcontext, q, k, v, context, lse, (mask)] out: [dq, dk, dv]
+  // A stack's fused softmax + dropout (recipe.fused_softmax_dropout): scale, mask, softmax and dropout in one
+  // kernel; it writes the probabilities (kept for backward) beside the dropped ones.
+  softmax_dropout,          // in: [scores, (attention_mask)] out: [dropped [B·nh,S,S], probs, mask u8]
+  softmax_dropout_backward, // in: [ddropped, probs, mask] out: [dscores]
+  // A stack's fused bias + dropout + residual add (recipe.fused_bias_dropout_residual; Megatron-LM's and
+  // Transformer Engine's bias_dropout_add): out = residual + dropout(y + bias), y a linear's output without bias.
+  bias_dropout_residual,           // in: [y, bias, residual] out: [out, (mask u8)]
+  bias_dropout_residual_backward,  // in: [dout, (mask)] out: [dy, dbias (+=)]   (dresidual = dout)
   dropout,              // in: [x] out: [y, mask u8]   y = x·mask/(1-p)
   dropout_backward,     // in: [dy, mask] out: [dx]
   gelu,                 // in: [x] out: [y]   erf GELU (BERT, GPT-2 use the tanh form; attrs.gelu_tanh)
@@ -86,6 +96,11 @@ enum class OpKind {
   recv,
   grad_norm,            // in: all gradients out: [norm [1] f32 workspace]  (global-norm clipping)
   optimizer_update,     // in: [norm?] + the bucket's gradients; updates their params and states
+  // fp8 (Transformer Engine delayed scaling, docs/precisions.md). A cast scales a bf16 tensor by its scale
+  // (from the amax history), writes it in fp8 and transposed in fp8 (Hopper's fp8 GEMMs take TN operands)
+  // and records its amax; on a gradient it also sums the bias gradient (TE's cast_transpose_dbias).
+  fp8_cast_transpose,   // in: [x [R,C] bf16] out: [x8 [R,C], x8ᵀ [C,R], amax [1] f32, (dbias [C] (grad, +=))]
+  fp8_scale_update,     // in: the pass's amax tensors out: [scales [n] f32]  TE's amax_and_scale_update
 };
 const char* to_string(OpKind k);
 // GEMMs and the fused attention kernels built from them: timed against the tensor-core (or fp32) peak.
@@ -112,6 +127,7 @@ struct GemmAttrs {
   double alpha = 1.0;
   bool accumulate = false;  // C += ... (parameter gradients)
   bool has_bias = false;    // third input is bias [n]
+  bool fp8 = false;         // A and B are fp8 casts (precision fp8): timed at the fp8 tensor-core peak
 };
 
 struct CommAttrs {

@@ -51,11 +51,11 @@ std::string parallelism_key(const models::Recipe& r) {
 }  // namespace
 
 std::string recipe_key(const std::string& model, const models::Recipe& r) {
-  return fmt::format("{}|{}|mb{}|s{}|ga{}|{}|dp{}|tp{}|rc{}|b{}|mp{}|clip{}|drop{}|fa{}|mt{}", model,
+  return fmt::format("{}|{}|mb{}|s{}|ga{}|{}|dp{}|tp{}|rc{}|b{}|mp{}|clip{}|drop{}|fa{}|mt{}|sd{}|bdr{}", model,
                      models::to_string(r.precision), r.micro_batch, r.seq_len, r.grad_accum,
                      models::to_string(r.optimizer), r.data_parallel, r.tensor_parallel, r.recompute_activations,
                      r.bucket_bytes, r.max_predictions, r.gradient_clipping, r.include_dropout, r.fused_attention,
-                     r.multi_tensor_optimizer) +
+                     r.multi_tensor_optimizer, r.fused_softmax_dropout, r.fused_bias_dropout_residual) +
          parallelism_key(r);
 }
 

@@ -37,6 +37,7 @@ Json profiles_to_json(const hwprofiles::ProfileSet& p) {
     gpus.push_back({{"name", name}, {"description", g.description}, {"memory_bytes", g.memory_bytes},
                     {"peak_fp16_tensor_flops_per_second", g.peak_fp16_tensor_flops_per_second},
                     {"peak_bf16_tensor_flops_per_second", g.peak_bf16_tensor_flops_per_second},
+                    {"peak_fp8_tensor_flops_per_second", g.peak_fp8_tensor_flops_per_second},
                     {"peak_tf32_flops_per_second", g.peak_tf32_flops_per_second},
                     {"peak_fp32_flops_per_second", g.peak_fp32_flops_per_second}});
   for (const auto& [name, n] : p.networks)

@@ -30,6 +30,7 @@ std::string supported_modes(const hwprofiles::GpuProfile& gpu) {
   if (gpu.peak_tf32_flops_per_second > 0) modes.push_back("tf32");
   if (gpu.peak_fp16_tensor_flops_per_second > 0) modes.push_back("fp16");
   if (gpu.peak_bf16_tensor_flops_per_second > 0) modes.push_back("bf16");
+  if (gpu.peak_fp8_tensor_flops_per_second > 0) modes.push_back("fp8");
   return fmt::format("{}", fmt::join(modes, ", "));
 }
 
@@ -48,6 +49,8 @@ double peak_gemm_flops_per_second(const hwprofiles::GpuProfile& gpu, DType dtype
   switch (dtype) {
     case DType::f16: return require_peak(gpu, gpu.peak_fp16_tensor_flops_per_second, "fp16 tensor-core");
     case DType::bf16: return require_peak(gpu, gpu.peak_bf16_tensor_flops_per_second, "bf16 tensor-core");
+    case DType::f8e4m3:
+    case DType::f8e5m2: return require_peak(gpu, gpu.peak_fp8_tensor_flops_per_second, "fp8 tensor-core");
     default:
       if (tf32_math) return require_peak(gpu, gpu.peak_tf32_flops_per_second, "tf32 tensor-core");
       return require_peak(gpu, gpu.peak_fp32_flops_per_second, "fp32");
@@ -55,6 +58,12 @@ double peak_gemm_flops_per_second(const hwprofiles::GpuProfile& gpu, DType dtype
 }
 
 double peak_precision_flops_per_second(const hwprofiles::GpuProfile& gpu, models::Precision precision) {
+  if (precision == models::Precision::fp8) {
+    // An fp8 recipe keeps bf16 GEMMs too (heads, attention): the GPU must have both.
+    const double fp8 = peak_gemm_flops_per_second(gpu, DType::f8e4m3);
+    peak_gemm_flops_per_second(gpu, DType::bf16);
+    return fp8;
+  }
   return peak_gemm_flops_per_second(gpu, models::activation_dtype(precision), precision == models::Precision::tf32);
 }
 
@@ -86,6 +95,8 @@ OpCost op_cost(const models::Op& op, const hwprofiles::GpuProfile& gpu) {
 void apply_stack_fusions(models::Recipe& recipe, const hwprofiles::StackProfile& stack) {
   recipe.fused_attention = stack.fuses_op("fused_attention");
   recipe.multi_tensor_optimizer = stack.fuses_op("multi_tensor_optimizer");
+  recipe.fused_softmax_dropout = stack.fuses_op("fused_softmax_dropout");
+  recipe.fused_bias_dropout_residual = stack.fuses_op("fused_bias_dropout_residual");
 }
 
 SingleDevicePrediction predict_single_device(const models::TaskGraph& g, const hwprofiles::GpuProfile& gpu) {

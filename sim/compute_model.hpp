@@ -22,7 +22,7 @@ struct OpCost {
 // otherwise), at boost clock. Throws core::InfeasibleError (an InputError) naming the GPU and the modes it
 // has if it lacks the precision (e.g. bf16 on V100/T4, tf32 before Ampere).
 double peak_gemm_flops_per_second(const hwprofiles::GpuProfile& gpu, models::DType dtype, bool tf32_math = false);
-// The GEMM peak of a recipe's precision (the MFU denominator).
+// The GEMM peak of a recipe's precision (the MFU denominator; the fp8 peak for fp8, docs/precisions.md).
 double peak_precision_flops_per_second(const hwprofiles::GpuProfile& gpu, models::Precision precision);
 OpCost op_cost(const models::Op& op, const hwprofiles::GpuProfile& gpu);
 

@@ -222,7 +222,7 @@ Route Topology::route(int src_rank, int dst_rank, int channel) const {
   const int dnic = (nic_of_local(dl) + c) % nics;
   r.inter_node = true;
   r.latency_seconds = spec_.network.latency_seconds;
-  r.rate_cap_bytes_per_second = spec_.network.per_flow_bytes_per_second;
+  r.rate_cap_bytes_per_second = spec_.network.connection_cap_bytes_per_second();  // one channel's connection
   append_to_nic(r.links, sn, sl, snic);
   r.links.push_back(nic_tx_[usn][static_cast<std::size_t>(snic)]);
   if (!leaf_up_.empty()) {

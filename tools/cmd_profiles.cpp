@@ -51,6 +51,7 @@ Json gpu_json(const GpuProfile& g) {
               {"peak_tf32_flops_per_second", g.peak_tf32_flops_per_second},
               {"peak_fp16_tensor_flops_per_second", g.peak_fp16_tensor_flops_per_second},
               {"peak_bf16_tensor_flops_per_second", g.peak_bf16_tensor_flops_per_second},
+              {"peak_fp8_tensor_flops_per_second", g.peak_fp8_tensor_flops_per_second},
               {"sustained_clock_fraction", g.sustained_clock_fraction},
               {"gemm_half_size_flops", g.gemm.half_size},
               {"batched_gemm_half_size_flops", g.batched_gemm.half_size},
@@ -90,6 +91,7 @@ Json network_json(const NetworkProfile& n) {
               {"achieved_fraction", n.achieved_fraction},
               {"latency_seconds", n.latency_seconds},
               {"per_flow_bytes_per_second", n.per_flow_bytes_per_second},
+              {"sockets_per_connection", n.sockets_per_connection},
               {"host_staging", n.host_staging},
               {"switch_port_usd", n.switch_port_usd},
               {"sources", n.sources}};
@@ -142,6 +144,7 @@ void show_gpu(const GpuProfile& g, const std::string& dir) {
       {"peak_tf32", tf(g.peak_tf32_flops_per_second), "peak_tf32"},
       {"peak_fp16_tensor", tf(g.peak_fp16_tensor_flops_per_second), "peak_fp16_tensor"},
       {"peak_bf16_tensor", tf(g.peak_bf16_tensor_flops_per_second), "peak_bf16_tensor"},
+      {"peak_fp8_tensor", tf(g.peak_fp8_tensor_flops_per_second), "peak_fp8_tensor"},
       {"sustained_clock_fraction", fmt_num(g.sustained_clock_fraction), "sustained_clock_fraction"},
       {"gemm.half_size", fmt_num(g.gemm.half_size / 1e9) + " GFLOP", "gemm.half_size"},
       {"batched_gemm.half_size", fmt_num(g.batched_gemm.half_size / 1e9) + " GFLOP", "batched_gemm.half_size"},
@@ -205,6 +208,7 @@ void show_network(const NetworkProfile& n, const std::string& dir) {
       {"per_flow_bandwidth",
        n.per_flow_bytes_per_second > 0 ? fmt_num(n.per_flow_bytes_per_second * 8 / 1e9) + " Gb/s" : "no cap",
        "per_flow_bandwidth"},
+      {"sockets_per_connection", std::to_string(n.sockets_per_connection), "sockets_per_connection"},
       {"host_staging", n.host_staging ? "true" : "false", ""},
       {"switch_port_cost", n.switch_port_usd > 0 ? fmt_usd(n.switch_port_usd) : "unknown", "switch_port_cost"},
   };

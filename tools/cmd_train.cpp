@@ -164,9 +164,11 @@ int run_train_command(int argc, char** argv) {
   c.backend = parse_backend(backend);
   c.optimizer = models::parse_optimizer(optimizer, "--optimizer");
   c.precision = models::parse_precision(precision, "ptsim train: --precision");
-  if (c.precision == models::Precision::tf32)
-    throw core::InputError("ptsim train: --precision tf32 is tensor-core math on A100 and later GPUs; the CPU "
-                           "backend computes fp32, fp16 or bf16 (emulated): choose one of those");
+  if (c.precision == models::Precision::tf32 || c.precision == models::Precision::fp8)
+    throw core::InputError(fmt::format("ptsim train: --precision {} is tensor-core math on {} GPUs; the CPU backend "
+                                       "computes fp32, fp16 or bf16 (emulated): choose one of those",
+                                       models::to_string(c.precision),
+                                       c.precision == models::Precision::fp8 ? "H100/H200 (Hopper)" : "A100 and later"));
   // Given but zero would read as "not given" below (0 = dynamic / default window): refuse it here.
   if (app.count("--loss-scale") > 0 && !(c.loss_scale > 0))
     throw core::InputError(fmt::format("ptsim train: --loss-scale must be a positive number, got {}", c.loss_scale));

@@ -25,7 +25,7 @@ struct RecipeFlags {
 };
 
 inline void add_recipe_flags(CLI::App& app, RecipeFlags& f) {
-  app.add_option("--precision", f.precision, "fp32 | tf32 | fp16 | bf16")->capture_default_str();
+  app.add_option("--precision", f.precision, "fp32 | tf32 | fp16 | bf16 | fp8")->capture_default_str();
   app.add_option("--stack", f.stack, "software stack (ptsim profiles list): its fitted values and the ops it fuses");
   app.add_option("--micro-batch", f.micro_batch, "sequences per micro-step per data-parallel rank")->capture_default_str();
   app.add_option("--seq-len", f.seq_len, "sequence length")->capture_default_str();

@@ -144,6 +144,10 @@ struct Executor::Impl {
   }
 
   void validate() const {
+    if (graph.recipe.precision == models::Precision::fp8)
+      throw InputError("the CPU runtime does not run fp8 graphs (precision fp8: E4M3/E5M2 GEMMs with Transformer "
+                       "Engine's delayed scaling need Hopper tensor cores; only the simulator predicts them): build "
+                       "the graph with precision fp32, fp16 or bf16");
     if (models::is_mixed_precision(graph.recipe.precision) && options.compute != ComputeType::f32)
       throw InputError(fmt::format("ComputeType::f64 (finite-difference checks) needs a graph built with precision "
                                    "fp32 (got {}): bf16/fp16 graphs run with ComputeType::f32",

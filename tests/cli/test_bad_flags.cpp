@@ -24,6 +24,10 @@ TEST_CASE("recipe flags outside their range") {
        {"--nodes is 2000000", "[1, 100000]"}},
       {"--micro-batch with --node", "predict --node dgx-1 --micro-batch 0", {"--micro-batch is 0"}},
       {"--steps zero", "predict --node dgx-1 --steps 0", {"--steps is 0", "[1, 1099511627776]"}},
+      {"fp8 on an A100", "predict --gpu a100-40gb --model bert-tiny --precision fp8",
+       {"GPU 'a100-40gb' has no fp8 tensor-core math", "it supports fp32, tf32, fp16, bf16"}},
+      {"fp8 on a V100 node", "predict --node dgx-1 --model bert-tiny --precision fp8 --steps 10",
+       {"has no fp8 tensor-core math", "it supports fp32, fp16"}},
   });
 }
 

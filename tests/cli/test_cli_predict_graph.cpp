@@ -45,9 +45,9 @@ TEST_CASE("bad flags and bad model files exit 2 with a message") {
   auto nan = run_ptsim("graph --model bert-tiny --micro-batch abc");
   CHECK(nan.exit_code == 2);
   CHECK(nan.output.find("--micro-batch") != std::string::npos);
-  auto precision = run_ptsim("graph --model bert-tiny --precision fp8");
+  auto precision = run_ptsim("graph --model bert-tiny --precision fp4");
   CHECK(precision.exit_code == 2);
-  CHECK(precision.output.find("unknown precision 'fp8'") != std::string::npos);
+  CHECK(precision.output.find("unknown precision 'fp4'") != std::string::npos);
   auto format = run_ptsim("graph --model bert-tiny --format yaml");
   CHECK(format.exit_code == 2);
   auto unknown_flag = run_ptsim("predict --modle bert-large");

@@ -39,7 +39,7 @@ TEST_CASE("every shipped profile loads and cross-validates") {
   // (Named copies, not structured bindings, in the CHECK macros: clang 14 cannot capture bindings in a lambda.)
   for (const auto& [gpu_name, g] : set.gpus) {
     const std::string name = gpu_name;
-    CHECK_MESSAGE(g.sources.size() == 12, name);  // 9 scalar quantities + 3 curves' half sizes (the rest is the stack's)
+    CHECK_MESSAGE(g.sources.size() == 13, name);  // 10 scalar quantities + 3 curves' half sizes (the rest is the stack's)
     for (const auto& entry : g.sources) CHECK_MESSAGE(!entry.second.empty(), name, ".", entry.first);
   }
   for (const auto& [node_name, n] : set.nodes) {
@@ -92,6 +92,9 @@ TEST_CASE("GPU figures match the datasheets in REFERENCE.md (GPUs table)") {
 
   const GpuProfile& h100 = find_gpu(set, "h100-sxm");
   CHECK(same(h100.peak_bf16_tensor_flops_per_second, 989e12));
+  CHECK(same(h100.peak_fp8_tensor_flops_per_second, 1979e12));  // datasheet: 3,958 with sparsity
+  CHECK(same(find_gpu(set, "h200").peak_fp8_tensor_flops_per_second, 1979e12));
+  CHECK(a100.peak_fp8_tensor_flops_per_second == 0);  // fp8 arrived with Hopper
   CHECK(same(h100.peak_fp32_flops_per_second, 67e12));
   CHECK(same(h100.memory_bandwidth_bytes_per_second, 3.35e12));
   CHECK(same(h100.power_watts, 700));
@@ -129,8 +132,15 @@ TEST_CASE("malformed stacks name the file and the field") {
   ScratchProfiles scratch;
   const std::string file = scratch.path("stacks/pytorch-ngc20.06.json");
   SUBCASE("a fusion ptsim does not model") {
-    scratch.edit("stacks/pytorch-ngc20.06.json", [](Json& j) { j["fuses"] = {"fused_softmax_dropout"}; });
+    scratch.edit("stacks/pytorch-ngc20.06.json", [](Json& j) { j["fuses"] = {"fused_bias_dropout_residual_layernorm"}; });
     CHECK_THROWS_WITH_AS(load_stack_profile(file), has(file + ": field 'fuses': expected fusions among"), InputError);
+  }
+  SUBCASE("the fusions ptsim models load") {
+    scratch.edit("stacks/pytorch-ngc20.06.json",
+                 [](Json& j) { j["fuses"] = {"fused_softmax_dropout", "fused_bias_dropout_residual"}; });
+    const StackProfile st = load_stack_profile(file);
+    CHECK(st.fuses_op("fused_softmax_dropout"));
+    CHECK(st.fuses_op("fused_bias_dropout_residual"));
   }
   SUBCASE("an efficiency above 1") {
     scratch.edit("stacks/pytorch-ngc20.06.json",
@@ -350,6 +360,31 @@ TEST_CASE("malformed node, network and price profiles name the file and the fiel
   SUBCASE("unknown transport") {
     std::string file = scratch.edit("networks/ib-edr.json", [](Json& j) { j["transport"] = "verbs"; });
     CHECK_THROWS_WITH_AS(load_network_profile(file), has(file + ": field 'transport'"), InputError);
+  }
+  SUBCASE("sockets per connection: a whole number in [1, 64], TCP only, with a per-socket cap") {
+    auto sockets = [](int value) { return Json{{"value", value}, {"unit", "count"}, {"source", "x"}}; };
+    std::string file = scratch.edit("networks/25gbe-tcp.json", [&](Json& j) {
+      j["sockets_per_connection"] = {{"value", 2.5}, {"unit", "count"}, {"source", "x"}};
+    });
+    CHECK_THROWS_WITH_AS(load_network_profile(file), has(file + ": field 'sockets_per_connection.value': expected an integer"),
+                         InputError);
+    file = scratch.edit("networks/25gbe-tcp.json", [&](Json& j) { j["sockets_per_connection"] = sockets(65); });
+    CHECK_THROWS_WITH_AS(load_network_profile(file), has(file + ": field 'sockets_per_connection': expected at most 64"),
+                         InputError);
+    file = scratch.edit("networks/ib-edr.json", [&](Json& j) { j["sockets_per_connection"] = sockets(4); });
+    CHECK_THROWS_WITH_AS(load_network_profile(file), has("only with transport 'tcp_socket'"), InputError);
+    file = scratch.edit("networks/25gbe-tcp.json", [&](Json& j) {
+      j["sockets_per_connection"] = sockets(16);
+      j.erase("per_flow_bandwidth");
+    });
+    CHECK_THROWS_WITH_AS(load_network_profile(file), has("'per_flow_bandwidth' too"), InputError);
+    file = scratch.edit("networks/25gbe-tcp.json", [&](Json& j) {
+      j["per_flow_bandwidth"] = {{"value", 10}, {"unit", "Gb/s"}, {"source", "x"}};
+      j["sockets_per_connection"] = sockets(16);
+    });
+    const NetworkProfile aws = load_network_profile(file);
+    CHECK(aws.sockets_per_connection == 16);
+    CHECK(aws.connection_cap_bytes_per_second() == doctest::Approx(16 * 10e9 / 8).epsilon(1e-12));  // 10 Gb/s each
   }
   SUBCASE("PCIe tree without its PCIe fields") {
     std::string file = scratch.edit("nodes/t4-8x-pcie.json", [](Json& j) { j.erase("pcie_host_bridge_bandwidth"); });

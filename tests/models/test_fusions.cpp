@@ -96,3 +96,72 @@ TEST_CASE("tf32: GEMMs run in TF32 on fp32 tensors, without master copies") {
   CHECK(gemms > 0);
   CHECK(plan_memory(g).master_weights_bytes == 0);
 }
+
+namespace {
+
+double total_bytes(const TaskGraph& g) {
+  double bytes = 0;
+  for (const Op& op : g.ops) bytes += op.bytes_read + op.bytes_written;
+  return bytes;
+}
+
+}  // namespace
+
+// bert-base at micro-batch 4, seq 128 (bert_recipe): M = 512 tokens, H = 768, 12 layers, 12 heads (bh = 48).
+TEST_CASE("fused bias + dropout + residual: one op per sublayer end each way, 6·M·H fewer bytes per sublayer") {
+  const ModelSpec m = load_model("bert-base");
+  Recipe r = bert_recipe(false);
+  const TaskGraph plain = build_task_graph(m, r);
+  r.fused_bias_dropout_residual = true;
+  const TaskGraph fused = build_task_graph(m, r);
+  const double M = 512, H = 768, L = 12;
+  CHECK(count_ops(fused, OpKind::bias_dropout_residual) == 2 * L);
+  CHECK(count_ops(fused, OpKind::bias_dropout_residual_backward) == 2 * L);
+  // Per layer: forward 2 dropouts + 2 adds → 2 ops; backward 2 dropout_backward + the 2 output linears'
+  // bias_grad → 2 ops. The embeddings' dropout and the heads are unchanged.
+  CHECK(count_ops(plain, OpKind::dropout) - count_ops(fused, OpKind::dropout) == 2 * L);
+  CHECK(count_ops(plain, OpKind::bias_grad) - count_ops(fused, OpKind::bias_grad) == 2 * L);
+  CHECK(fused.ops.size() == plain.ops.size() - 4 * 12);
+  // Bytes per sublayer (2-byte activations, 1-byte mask, E = M·H): forward dropout 2E→2E+E and add 4E→2E
+  // (11E) become one op reading y and the residual and writing the sum and the mask (7E; the bias moves from
+  // the GEMM to it); backward dropout_backward (5E) + bias_grad (2E) become one op (5E). Saving: 6E.
+  CHECK(total_bytes(plain) - total_bytes(fused) == 2 * L * 6 * M * H);
+  // The same parameters (the output linears keep their bias, now added by the fused op), the same FLOPs ± the
+  // nominal elementwise ones, and the same tensors kept for backward (the dropout masks).
+  CHECK(fused.params.size() == plain.params.size());
+  const MemoryPlan pp = plan_memory(plain), fp = plan_memory(fused);
+  CHECK(fp.weights_bytes == pp.weights_bytes);
+  CHECK(fp.retained_activation_bytes == pp.retained_activation_bytes);
+  CHECK(fp.activations_live_peak_bytes <= pp.activations_live_peak_bytes);
+  // GPT-2 (pre-LN) has the same two sublayer ends per layer.
+  Recipe g = r;
+  const TaskGraph gpt = build_task_graph(load_model("gpt2-124m"), g);
+  CHECK(count_ops(gpt, OpKind::bias_dropout_residual) == 2 * 12);
+}
+
+TEST_CASE("fused softmax + dropout: one op each way per layer, 6·B·nh·S² fewer bytes per layer") {
+  const ModelSpec m = load_model("bert-base");
+  Recipe r = bert_recipe(false);
+  const TaskGraph plain = build_task_graph(m, r);
+  r.fused_softmax_dropout = true;
+  const TaskGraph fused = build_task_graph(m, r);
+  const double E = 48.0 * 128 * 128, L = 12;  // [B·nh, S, S] elements
+  CHECK(count_ops(fused, OpKind::softmax_dropout) == L);
+  CHECK(count_ops(fused, OpKind::softmax_dropout_backward) == L);
+  CHECK(count_ops(fused, OpKind::softmax) == 0);
+  CHECK(fused.ops.size() == plain.ops.size() - 2 * 12);
+  // Forward: softmax (read 2E, write 2E) + dropout (read 2E, write 2E + E) = 9E → one op writing the dropped and
+  // the kept probabilities and the mask (7E). Backward: dropout_backward (5E) + softmax_backward (6E) → one op
+  // reading the gradient, probabilities and mask and writing dscores (7E). The attention mask reads are the same.
+  CHECK(total_bytes(plain) - total_bytes(fused) == L * 6 * E);
+  // Kept for backward either way: probabilities, mask, dropped probabilities; the intermediate gradient between
+  // dropout_backward and softmax_backward is gone.
+  const MemoryPlan pp = plan_memory(plain), fp = plan_memory(fused);
+  CHECK(fp.retained_activation_bytes == pp.retained_activation_bytes);
+  CHECK(fp.activations_live_peak_bytes <= pp.activations_live_peak_bytes);
+  // Without dropout there is nothing to fuse: the graph is the unfused one.
+  r.include_dropout = false;
+  Recipe plain_nodrop = r;
+  plain_nodrop.fused_softmax_dropout = false;
+  CHECK(build_task_graph(m, r).ops.size() == build_task_graph(m, plain_nodrop).ops.size());
+}

@@ -229,8 +229,8 @@ TEST_CASE("unknown scenarios and bad edits: the CLI's message, blamed on their f
               "set.cluster.network");
   check_error(post("/api/predict", R"({"scenario": "t4-academic-cluster", "set": {"phases.0.micro_batch": 0}})"), 400,
               cli_error("--scenario t4-academic-cluster --set phases.0.micro_batch=0"), "set.phases.0.micro_batch");
-  check_error(post("/api/predict", R"({"scenario": "t4-academic-cluster", "set": {"recipe.precision": "fp8"}})"), 400,
-              cli_error("--scenario t4-academic-cluster --set recipe.precision=fp8"), "set.recipe.precision");
+  check_error(post("/api/predict", R"({"scenario": "t4-academic-cluster", "set": {"recipe.precision": "fp4"}})"), 400,
+              cli_error("--scenario t4-academic-cluster --set recipe.precision=fp4"), "set.recipe.precision");
   check_error(post("/api/predict", R"({"scenario": "t4-academic-cluster", "set": {"cluster.node": "dgx-1"}})"), 400,
               cli_error("--scenario t4-academic-cluster --set cluster.node=dgx-1"), "set.cluster.node");  // its T4 price
   // Edits that only read together (a node and its prices) are not blamed for another edit's error.

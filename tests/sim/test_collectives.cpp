@@ -5,6 +5,7 @@
 // uncontended cases agree to ~1e-9), 1e-6 where the expected number is a direct hand calculation.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -282,6 +283,23 @@ TEST_CASE("PCIe host bridge shared by eight GPUs") {
     ClusterSpec c = cluster(pcie_node(16e9), 1);
     CHECK(seconds(c, spec(CollectiveKind::all_reduce, CollectiveAlgorithm::ring, n, iota_ranks(8))) ==
           doctest::Approx(ring_all_reduce_seconds(8, n, 3e-6, 8e9)).epsilon(0.01));
+  }
+}
+
+TEST_CASE("a TCP connection's cap is the per-socket cap × NCCL's sockets per connection") {
+  // Two 1-GPU nodes over a 100 Gb/s NIC achieving 0.8 (10 GB/s), one channel: one connection. Each socket is
+  // capped at 1 GB/s. A send of n bytes: α + n / min(sockets × 1 GB/s, 10 GB/s).
+  NetworkProfile tcp = rdma_network();
+  tcp.transport = Transport::tcp_socket;
+  tcp.per_flow_bytes_per_second = 1e9;
+  const double n = 64 * kMiB;
+  for (int sockets : {1, 4, 16}) {
+    tcp.sockets_per_connection = sockets;
+    ClusterSpec c = cluster(nvswitch_node(1, 1), 2, tcp);
+    CollectiveSpec s = spec(CollectiveKind::send_recv, CollectiveAlgorithm::ring, n, {0, 1});
+    s.channels = 1;
+    CAPTURE(sockets);
+    CHECK(seconds(c, s) == doctest::Approx(kAlphaNet + n / std::min(sockets * 1e9, kBetaNic)).epsilon(1e-6));
   }
 }
 

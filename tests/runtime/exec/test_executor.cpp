@@ -168,6 +168,10 @@ TEST_CASE("the arena is the memory plan's peak (×2 in fp64); graphs the CPU can
   Recipe tp = fd_recipe();
   tp.tensor_parallel = 2;
   CHECK_THROWS_AS(Executor(build_task_graph(tiny_bert(), tp), {}), ptsim::core::InputError);
+  Recipe fp8 = fd_recipe();
+  fp8.precision = Precision::fp8;  // Transformer Engine casts and E4M3/E5M2 GEMMs: simulator only
+  CHECK_THROWS_WITH_AS(Executor(build_task_graph(tiny_bert(), fp8), {}),
+                       doctest::Contains("the CPU runtime does not run fp8 graphs"), ptsim::core::InputError);
 }
 
 TEST_CASE("dropout: recomputation regenerates the forward's masks; same step → same loss; new micro-step → new masks") {

@@ -169,7 +169,8 @@ TEST_CASE("train: precision flags that do not apply are exit 2 naming the flag")
     std::string expect;
   };
   const std::vector<Case> cases = {
-      {ok + " --precision fp8", "--precision: unknown precision 'fp8' (expected fp32, tf32, fp16 or bf16)"},
+      {ok + " --precision fp4", "--precision: unknown precision 'fp4' (expected fp32, tf32, fp16, bf16 or fp8)"},
+      {ok + " --precision fp8", "--precision fp8 is tensor-core math on H100/H200 (Hopper) GPUs"},
       {ok + " --precision tf32", "--precision tf32 is tensor-core math on A100 and later GPUs"},
       {ok + " --precision bf16 --loss-scale 1024", "--loss-scale applies to --precision fp16 only"},
       {ok + " --loss-scale 1024", "--loss-scale applies to --precision fp16 only"},
