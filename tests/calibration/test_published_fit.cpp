@@ -13,7 +13,7 @@
 using namespace ptsim;
 
 TEST_CASE("the shipped stacks reproduce the published single-GPU runs they were fitted on") {
-  // Published throughputs: REFERENCE.md (NVIDIA DeepLearningExamples README; T4 paper's benchmark logs).
+  // Published throughputs: docs/references.md (NVIDIA DeepLearningExamples README; T4 paper's benchmark logs).
   // Fit runs: within 5% (two parameters per group; the A100 groups fit fp16 and TF32 at seq 128 to ~4%).
   // Held-out runs (never seen by the fit): within 10% — a real extrapolation (DGX-1 V100s: another V100
   // variant, memory size and micro-batch; NGC 20.06 A100: seq 512) — except NGC 21.11 + LDDL at seq 512,

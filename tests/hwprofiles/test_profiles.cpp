@@ -1,4 +1,4 @@
-// tests/hwprofiles/test_profiles.cpp — the shipped profiles load and agree with /work/shared/REFERENCE.md
+// tests/hwprofiles/test_profiles.cpp — the shipped profiles load and agree with docs/references.md
 // (the project's table of datasheet, paper and price figures, each with its source); malformed or
 // inconsistent profiles fail with an InputError naming the file and the field.
 #include <doctest/doctest.h>
@@ -52,7 +52,7 @@ TEST_CASE("every shipped profile loads and cross-validates") {
   for (const auto& entry : set.prices) CHECK_MESSAGE(!entry.second.source.empty(), entry.first);
 }
 
-TEST_CASE("GPU figures match the datasheets in REFERENCE.md (GPUs table)") {
+TEST_CASE("GPU figures match the datasheets in docs/references.md (GPUs table)") {
   const ProfileSet set = load_profiles();
   const GpuProfile& t4 = find_gpu(set, "t4");
   CHECK(same(t4.peak_fp16_tensor_flops_per_second, 65e12));
@@ -101,7 +101,7 @@ TEST_CASE("GPU figures match the datasheets in REFERENCE.md (GPUs table)") {
   const GpuProfile& h200 = find_gpu(set, "h200");
   CHECK(same(h200.memory_bandwidth_bytes_per_second, 4.8e12));
   CHECK(same(h200.memory_bytes, 141 * kGiB));
-  // REFERENCE.md H200 measurements: D2D copy 4.27 of 4.8 TB/s; bf16 GEMM 700-777 TFLOP/s of 989 (the
+  // docs/references.md, H200 measurements: D2D copy 4.27 of 4.8 TB/s; bf16 GEMM 700-777 TFLOP/s of 989 (the
   // pytorch-2-sdpa stack's H200 values).
   const GpuProfile h200_stacked = device_profile(set, "h200", "pytorch-2-sdpa");
   CHECK(h200_stacked.memory_efficiency == doctest::Approx(4.27 / 4.8).epsilon(0.01));
@@ -154,7 +154,7 @@ TEST_CASE("malformed stacks name the file and the field") {
   }
 }
 
-TEST_CASE("nodes and networks match REFERENCE.md (Nodes and networks)") {
+TEST_CASE("nodes and networks match docs/references.md (Nodes and networks)") {
   const ProfileSet set = load_profiles();
   const NodeProfile& dgx2h = find_node(set, "dgx-2h");
   CHECK(dgx2h.gpu == "v100-sxm3-32gb");
@@ -197,7 +197,7 @@ TEST_CASE("nodes and networks match REFERENCE.md (Nodes and networks)") {
   CHECK(find_network(set, "ib-edr").transport == Transport::rdma);
 }
 
-TEST_CASE("prices match REFERENCE.md (Prices table and validation targets)") {
+TEST_CASE("prices match docs/references.md (Prices table and validation targets)") {
   const ProfileSet set = load_profiles();
   const PriceItem& t4 = set.prices.at("gcp-t4-on-demand-2020");
   CHECK(t4.unit == "gpu_hour");

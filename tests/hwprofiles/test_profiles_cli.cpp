@@ -18,7 +18,7 @@ TEST_CASE("ptsim profiles list shows every kind") {
   for (const char* name : {"t4", "v100-sxm3-32gb", "h200", "dgx-2h", "t4-8x-pcie", "p3dn-24xlarge", "10gbe-tcp",
                            "ib-edr", "gcp-t4-on-demand-2020", "dgx-2-purchase-2018"})
     CHECK_MESSAGE(r.output.find(name) != std::string::npos, name);
-  CHECK(r.output.find("$31.212") != std::string::npos);  // p3dn.24xlarge on-demand (REFERENCE.md Prices)
+  CHECK(r.output.find("$31.212") != std::string::npos);  // p3dn.24xlarge on-demand (docs/references.md, Prices)
 }
 
 TEST_CASE("ptsim profiles list --format json is parseable and in SI units") {
@@ -44,7 +44,7 @@ TEST_CASE("ptsim profiles show prints every field with its source") {
   for (const char* field : {"memory_bandwidth", "peak_fp16_tensor", "sustained_clock_fraction", "gemm.half_size",
                             "memory_bound.half_size", "power"})
     CHECK_MESSAGE(r.output.find(field) != std::string::npos, field);
-  CHECK(r.output.find("130 TFLOP/s") != std::string::npos);  // REFERENCE.md: ~130 TFLOPS at 450 W
+  CHECK(r.output.find("130 TFLOP/s") != std::string::npos);  // docs/references.md: ~130 TFLOPS at 450 W
   CHECK(r.output.find("DGX-2H") != std::string::npos);       // the source text
   CHECK(r.output.find("initial estimate") != std::string::npos);
 

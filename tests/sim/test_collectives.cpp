@@ -26,7 +26,7 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kAlphaNet = 5e-6;   // per-message network latency (s)
-constexpr double kNicLine = 12.5e9;  // 100 Gb/s line rate (REFERENCE.md: 100 Gb = 12.5 GB/s)
+constexpr double kNicLine = 12.5e9;  // 100 Gb/s line rate (docs/references.md: 100 Gb = 12.5 GB/s)
 constexpr double kAchieved = 0.8;
 constexpr double kBetaNic = kNicLine * kAchieved;  // effective NIC bandwidth = 10 GB/s
 
@@ -54,7 +54,7 @@ NodeProfile nvswitch_node(int gpus, int nics, double nvlink = 100e9, double late
 }
 
 // PCIe tree node (T4-server-like): 8 GPUs, 4 per switch, PCIe 3.0 x16 = 15.75 GB/s per direction
-// (REFERENCE.md), a host bridge of `host_bridge` bytes/s, one NIC.
+// (docs/references.md), a host bridge of `host_bridge` bytes/s, one NIC.
 NodeProfile pcie_node(double host_bridge) {
   NodeProfile n;
   n.name = "test-pcie";
@@ -201,7 +201,7 @@ TEST_CASE("hierarchical all-reduce matches its closed form") {
 
 TEST_CASE("NVLink cube-mesh: a ring over the 8 GPUs runs at the per-GPU NVLink bandwidth") {
   // DGX-1-like node: per-GPU aggregate NVLink 150 GB/s per direction (V100: 300 GB/s bidirectional,
-  // REFERENCE.md), α = 2 µs intra-node. Ring all-reduce: 2·7·(α + n/(8·150e9)).
+  // docs/references.md), α = 2 µs intra-node. Ring all-reduce: 2·7·(α + n/(8·150e9)).
   NodeProfile node = nvswitch_node(8, 4, 150e9, 2e-6);
   node.topology = IntraNodeTopology::nvlink_cube_mesh;
   node.nvlink_links_per_gpu = 6;
