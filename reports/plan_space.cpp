@@ -20,6 +20,9 @@ void Layout::apply(models::Recipe& r) const {
   r.virtual_stages = virtual_stages;
   r.stage_layers.clear();
   r.zero_stage = zero_stage;
+  // The scenario's hybrid-shard group and rank order belong to its own layout, not to this one.
+  r.shard_group = 0;
+  r.rank_order = models::RankOrder::tp_dp_pp;
   r.recompute_activations = recompute;
 }
 
@@ -79,7 +82,8 @@ double model_states_lower_bound(const models::ModelSpec& model, const models::Re
   const double layers = static_cast<double>((model.num_layers + r.pipeline_parallel - 1) / r.pipeline_parallel);
   const double elements = layers * layer_weight_elements(model) / static_cast<double>(r.tensor_parallel);
   // Bytes per parameter as the builder allocates them (models/builder.cpp: param()).
-  const double compute = r.precision == models::Precision::fp16 || r.precision == models::Precision::bf16 ? 2 : 4;
+  // (fp8 stores its weights and gradients in bf16: only the GEMM operands are 8-bit casts.)
+  const double compute = static_cast<double>(models::dtype_bytes(models::activation_dtype(r.precision)));
   const double master = models::is_mixed_precision(r.precision) ? 4 : 0;
   const double moments = r.optimizer == models::OptimizerKind::sgd ? 4 : 8;
   const models::ModelStates states = models::shard_model_states(

@@ -252,7 +252,11 @@ Scenario parse_edited_scenario(Json json, const std::vector<std::string>& overri
   for (const auto& o : overrides) apply_override(json, o);
   if (overrides.empty()) return parse_scenario(json, source);
   try {
-    return parse_scenario(json, source);
+    Scenario edited = parse_scenario(json, source);
+    // The file's description names its own recipe and cluster; say that this run changed them.
+    if (!edited.description.empty())
+      edited.description += fmt::format(" [edited: --set {}]", fmt::join(overrides, ", --set "));
+    return edited;
   } catch (const InputError& e) {
     // The bad value may be the user's --set, not the file: say the file was edited.
     throw InputError(fmt::format("{} [the scenario as edited by --set {}]", e.what(), fmt::join(overrides, ", --set ")));

@@ -205,7 +205,12 @@ int run_train_command(int argc, char** argv) {
   context.built_with_nccl = true;
 #endif
   try {
-    comm = make_communicator(runtime::choose_communicator(requested_comm, c.backend, context), have_mpi_session);
+    const runtime::CommKind comm_kind = runtime::choose_communicator(requested_comm, c.backend, context);
+    comm = make_communicator(comm_kind, have_mpi_session);
+#ifdef PTSIM_HAVE_CUDA
+    // NCCL picked this rank's GPU; with any other communicator the local rank picks it here.
+    if (c.backend == runtime::BackendKind::cuda && comm_kind != runtime::CommKind::nccl) runtime::use_local_rank_device();
+#endif
   } catch (const std::exception& e) {
     end_all_ranks_if_parallel(e, world_rank, context.world_size);
     throw;
@@ -220,6 +225,9 @@ int run_train_command(int argc, char** argv) {
                              "rank there is no gradient all-reduce");
     core::check_range(c.bucket_mib, core::ranges::bucket_mib, "ptsim train: --bucket-mib");
   }
+  if (c.backend == runtime::BackendKind::cuda && app.count("--threads") > 0)
+    throw core::InputError("ptsim train: --threads sets the cpu backend's compute threads; --backend cuda runs on "
+                           "its GPU and takes no thread count");
   if (c.threads == 0) c.threads = default_threads(comm->size());
 
   runtime::install_stop_signal_handlers();

@@ -254,8 +254,12 @@ CommRequest NcclCommunicator::start_all_reduce_sum(Backend& backend, const Devic
 void NcclCommunicator::all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType type, Stream stream) {
   const CommRequest r = start_all_reduce_sum(backend, data, type, stream);
   // Not waited for here: queued work on `stream` after this sees the sum; the next host-side check bounds it.
-  state_->unchecked.push_back(state_->requests[static_cast<size_t>(r.id)]);
-  state_->requests[static_cast<size_t>(r.id)] = nullptr;
+  auto& requests = state_->requests;
+  state_->unchecked.push_back(requests[static_cast<size_t>(r.id)]);
+  requests[static_cast<size_t>(r.id)] = nullptr;
+  // The entry was the last one pushed; drop it (and any nulls before it) so the table does not grow by one
+  // per bucket per step when nothing ever waits (--no-comm-overlap).
+  while (!requests.empty() && requests.back() == nullptr) requests.pop_back();
 }
 
 void NcclCommunicator::wait(CommRequest request) {

@@ -29,6 +29,10 @@ TEST_CASE("--set overrides and a cluster from flags") {
   auto ib = nlohmann::json::parse(r.output);
   CHECK(ib["network"] == "ib-edr");
   CHECK(ib["time_to_train_seconds"].get<double>() < base["time_to_train_seconds"].get<double>());
+  // The file's description names its own cluster (10 GbE); an edited run says it was edited, and by what.
+  auto text = run_ptsim("predict --scenario t4-academic-cluster --set cluster.network=ib-edr");
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.output.find("[edited: --set cluster.network=ib-edr]") != std::string::npos);
   auto flags = run_ptsim("predict --node dgx-1 --nodes 2 --model bert-base --micro-batch 16 --steps 100 --format json");
   REQUIRE(flags.exit_code == 0);
   auto f = nlohmann::json::parse(flags.output);

@@ -141,3 +141,39 @@ TEST_CASE("GPT-3 175B on one DGX A100 is refused with the GPUs its model states 
   }
   CHECK_THROWS_AS(choose_recipe(s, {1536}, profiles(), cache), core::InfeasibleError);
 }
+
+TEST_CASE("the model-states bound counts what the builder stores: fp8 keeps bf16 weights and gradients") {
+  // models/task_graph.cpp activation_dtype: fp8 stores weights and gradients in bf16 (only the GEMM operands
+  // are 8-bit casts) with fp32 masters, so its bound must equal bf16's exactly, and per parameter it is
+  // 2 (weight) + 2 (gradient) + 4 (master) + 8 (Adam moments) = 16 bytes (the bound once counted 4 + 4 for fp8).
+  const Scenario s = load_scenario("gpt3-175b-1024gpu");
+  PredictionCache cache;
+  const auto model = cache.model(s.model);
+  const hwprofiles::GpuProfile& gpu = profiles().gpus.at("h100-sxm");
+  models::Recipe bf16 = s.recipe, fp8 = s.recipe;
+  bf16.precision = models::Precision::bf16;
+  fp8.precision = models::Precision::fp8;
+  CHECK(model_states_lower_bound(*model, fp8, gpu) == doctest::Approx(model_states_lower_bound(*model, bf16, gpu)).epsilon(1e-12));
+  // Per parameter without sharding: (bound − reserved) ÷ (layers ÷ P × layer weights ÷ T) = 16 bytes.
+  const double elements = static_cast<double>((model->num_layers + s.recipe.pipeline_parallel - 1) /
+                                              s.recipe.pipeline_parallel) *
+                          layer_weight_elements(*model) / static_cast<double>(s.recipe.tensor_parallel);
+  models::Recipe unsharded = fp8;
+  unsharded.zero_stage = 0;
+  CHECK((model_states_lower_bound(*model, unsharded, gpu) - gpu.reserved_memory_bytes) / elements ==
+        doctest::Approx(16.0).epsilon(1e-12));
+}
+
+TEST_CASE("a layout replaces the scenario's own sharding and rank order") {
+  models::Recipe r;
+  r.zero_stage = 3;
+  r.shard_group = 8;
+  r.rank_order = models::RankOrder::tp_pp_dp;
+  Layout layout;
+  layout.tensor_parallel = 2;
+  layout.data_parallel = 4;
+  layout.apply(r);
+  CHECK(r.zero_stage == 0);
+  CHECK(r.shard_group == 0);
+  CHECK(r.rank_order == models::RankOrder::tp_dp_pp);
+}

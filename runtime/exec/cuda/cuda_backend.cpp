@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "runtime/comm/local_device.hpp"
 #include "runtime/exec/cuda/cuda_backend.hpp"
 #include "runtime/exec/cuda/cuda_check.hpp"
 #include "runtime/exec/cuda/cuda_device.hpp"
@@ -197,7 +198,16 @@ std::unique_ptr<Backend> make_cuda_backend(ComputeType compute) {
     throw core::InputError("backend 'cuda' computes in f32 only (f64 runs on the cpu backend)");
   if (cuda_device_count() == 0)
     throw core::InputError("backend 'cuda': no CUDA device was found (cudaGetDeviceCount reports none; use --backend cpu)");
-  return std::make_unique<CudaBackend>(0);
+  int device = 0;
+  PTSIM_CUDA_CHECK(cudaGetDevice(&device));
+  return std::make_unique<CudaBackend>(device);
+}
+
+int use_local_rank_device() {
+  const int local_rank = local_rank_from_env().value_or(0);
+  const int device = choose_local_device(local_rank, local_rank + 1, cuda_device_count());
+  PTSIM_CUDA_CHECK(cudaSetDevice(device));
+  return device;
 }
 
 }  // namespace ptsim::runtime

@@ -11,8 +11,13 @@ namespace ptsim::runtime {
 
 // The number of CUDA devices the driver reports (0 when there is no driver or no device).
 int cuda_device_count();
-// A CUDA backend on device 0, computing in f32. Throws core::InputError when no CUDA device was found or
-// compute is f64 (the CUDA backend runs f32 only; f64 is the CPU's check precision).
+// A CUDA backend on the calling thread's current device (cudaGetDevice: the one NcclCommunicator or
+// use_local_rank_device selected; device 0 when nothing did), computing in f32. Throws core::InputError when
+// no CUDA device was found or compute is f64 (the CUDA backend runs f32 only; f64 is the CPU's check precision).
 std::unique_ptr<Backend> make_cuda_backend(ComputeType compute);
+// Selects (cudaSetDevice) the GPU of this process's launcher local rank, one GPU per local rank
+// (runtime/comm/local_device.hpp), device 0 without a launcher; returns it. For data-parallel runs whose
+// communicator does not choose the device itself (MPI). Throws core::InputError when the local rank has no GPU.
+int use_local_rank_device();
 
 }  // namespace ptsim::runtime
