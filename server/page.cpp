@@ -106,8 +106,9 @@ footer { color:var(--muted); font-size:12px; padding:0 24px 24px; max-width:1500
   <div class="card">
     <h2>Recipe</h2>
     <div class="ctl" data-key="recipe.precision"><label for="precision">Precision</label>
-      <select id="precision"><option value="fp32">fp32</option><option value="fp16">fp16 (mixed, loss scaling)</option>
-      <option value="bf16">bf16 (mixed)</option></select><div class="err"></div></div>
+      <select id="precision"><option value="fp32">fp32</option><option value="tf32">tf32 (A100 and later)</option>
+      <option value="fp16">fp16 (mixed, loss scaling)</option><option value="bf16">bf16 (mixed)</option>
+      <option value="fp8">fp8 (Transformer Engine; H100/H200)</option></select><div class="err"></div></div>
     <div id="phases"></div>
   </div>
   <div class="card">
