@@ -57,14 +57,7 @@ class ShardedStep {
 
  private:
   void check_cluster() const {
-    const int gpus = c_.gpu_count();
-    if (dp_ * tp_ != gpus)
-      throw core::InputError(fmt::format("data-parallel {} × tensor-parallel {} = {} GPUs, but the cluster has {} "
-                                         "({} nodes × {} GPUs): make them match",
-                                         dp_, tp_, dp_ * tp_, gpus, c_.cluster.nodes, c_.cluster.node.gpus_per_node));
-    if (tp_ > c_.cluster.node.gpus_per_node)
-      throw core::InputError(fmt::format("tensor-parallel {} exceeds the {} GPUs of a {} node (tensor parallelism "
-                                         "stays inside a node)", tp_, c_.cluster.node.gpus_per_node, c_.cluster.node.name));
+    check_data_tensor_parallel_cluster(c_, dp_, tp_);
     if (micro_steps_ > kMaxShardedMicroSteps)
       throw core::InputError(fmt::format("a zero_stage 3 step is simulated micro-step by micro-step (every one "
                                          "gathers the parameters): grad_accum {} is more than the {} it runs",

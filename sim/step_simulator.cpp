@@ -60,14 +60,7 @@ class StepRun {
  private:
   // ---- groups ----
   void build_groups() {
-    const int gpus = c_.gpu_count();
-    if (dp_ * tp_ != gpus)
-      throw core::InputError(fmt::format("data-parallel {} × tensor-parallel {} = {} GPUs, but the cluster has {} "
-                                         "({} nodes × {} GPUs): make them match",
-                                         dp_, tp_, dp_ * tp_, gpus, c_.cluster.nodes, c_.cluster.node.gpus_per_node));
-    if (tp_ > c_.cluster.node.gpus_per_node)
-      throw core::InputError(fmt::format("tensor-parallel {} exceeds the {} GPUs of a {} node (tensor parallelism "
-                                         "stays inside a node)", tp_, c_.cluster.node.gpus_per_node, c_.cluster.node.name));
+    check_data_tensor_parallel_cluster(c_, dp_, tp_);
     // Tensor-parallel groups: tp consecutive ranks. Data-parallel groups: same position in every TP group.
     for (int t = 0; t < tp_; ++t) {
       std::vector<int> group;
@@ -314,6 +307,17 @@ class StepRun {
 };
 
 }  // namespace
+
+void check_data_tensor_parallel_cluster(const ClusterConfig& c, int64_t dp, int64_t tp) {
+  const int gpus = c.gpu_count();
+  if (dp * tp != gpus)
+    throw core::InputError(fmt::format("data-parallel {} × tensor-parallel {} = {} GPUs, but the cluster has {} "
+                                       "({} nodes × {} GPUs): make them match",
+                                       dp, tp, dp * tp, gpus, c.cluster.nodes, c.cluster.node.gpus_per_node));
+  if (tp > c.cluster.node.gpus_per_node)
+    throw core::InputError(fmt::format("tensor-parallel {} exceeds the {} GPUs of a {} node (tensor parallelism "
+                                       "stays inside a node)", tp, c.cluster.node.gpus_per_node, c.cluster.node.name));
+}
 
 StepSimulation simulate_step(const models::TaskGraph& graph, const ClusterConfig& config, bool record_timeline,
                              CollectiveCache* cache) {

@@ -81,6 +81,11 @@ class CollectiveCache;
 StepSimulation simulate_step(const models::TaskGraph& graph, const ClusterConfig& config, bool record_timeline = false,
                              CollectiveCache* cache = nullptr);
 
+// Throws core::InputError when data_parallel × tensor_parallel is not the cluster's GPU count, or tensor
+// parallelism does not fit in one node (it stays inside a node): the check every data × tensor-parallel
+// step simulator (this one, sim/sharded_step) makes first.
+void check_data_tensor_parallel_cluster(const ClusterConfig& config, int64_t data_parallel, int64_t tensor_parallel);
+
 // One collective over every GPU of the cluster in rank order, as a benchmark runs it (nccl-tests, `ptsim
 // collective`, `ptsim calibrate nccl-tests`): channels and mode from `config`; send_recv goes from the first
 // rank to the last.

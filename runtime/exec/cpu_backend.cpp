@@ -22,6 +22,7 @@
 #include "runtime/exec/cpu_gemm.hpp"  // defines: gemm_run, batched_gemm_run
 #include "runtime/exec/math/activation_math.hpp"  // the per-element maths shared with the CUDA kernels
 #include "runtime/exec/math/norm_math.hpp"
+#include "runtime/exec/op_shape_checks.hpp"
 
 namespace ptsim::runtime::cpu {
 namespace {
@@ -422,11 +423,11 @@ class CpuBackend final : public cpu::CpuDevice {
         break;
       }
       case OpKind::gemm:
-        check_gemm(g, op);
+        check_gemm_shapes(g, op);
         cpu::gemm_forward<T>(y(0), x(0), x(1), a.gemm.has_bias ? x(2) : nullptr, a.gemm);
         break;
       case OpKind::batched_gemm:
-        check_gemm(g, op);
+        check_gemm_shapes(g, op);
         cpu::batched_gemm_forward<T>(y(0), x(0), x(1), a.gemm);
         break;
       case OpKind::bias_grad: {  // dy (M,N) → dbias (N) +=
@@ -483,11 +484,11 @@ class CpuBackend final : public cpu::CpuDevice {
       case OpKind::tanh: cpu::tanh_forward<T>(y(0), x(0), elements(g, op.inputs[0])); break;
       case OpKind::tanh_backward: cpu::tanh_backward<T>(y(0), x(0), x(1), elements(g, op.inputs[0])); break;
       case OpKind::split_heads:
-        check_heads(g, op);
+        check_heads_shapes(g, op);
         cpu::split_heads<T>(y(0), x(0), a.batch, a.seq, a.heads, a.head_dim);
         break;
       case OpKind::merge_heads:
-        check_heads(g, op);
+        check_heads_shapes(g, op);
         cpu::merge_heads<T>(y(0), x(0), a.batch, a.seq, a.heads, a.head_dim);
         break;
       case OpKind::gather_rows: {  // x (M,N), index (P) → y (P,N)
@@ -516,28 +517,6 @@ class CpuBackend final : public cpu::CpuDevice {
         throw std::invalid_argument(
             fmt::format("the CPU backend does not run op kind {} ({})", models::to_string(op.kind), op.name));
     }
-  }
-
- private:
-  // Shapes must agree with the attributes, or the kernels would read past a buffer.
-  static void check_gemm(const TaskGraph& g, const Op& op) {
-    const models::GemmAttrs& a = op.attrs.gemm;
-    const int64_t batch = op.kind == OpKind::batched_gemm ? a.batch : 1;
-    auto expect = [&](int id, int64_t want, const char* what) {
-      if (elements(g, id) != want)
-        throw std::logic_error(fmt::format("op {}: {} '{}' has {} elements, the gemm attributes need {}", op.name,
-                                           what, g.tensor(id).name, elements(g, id), want));
-    };
-    expect(op.inputs.at(0), batch * a.m * a.k, "A");
-    expect(op.inputs.at(1), batch * a.k * a.n, "B");
-    expect(op.outputs.at(0), batch * a.m * a.n, "C");
-    if (a.has_bias) expect(op.inputs.at(2), a.n, "bias");
-  }
-  static void check_heads(const TaskGraph& g, const Op& op) {
-    const models::OpAttrs& a = op.attrs;
-    const int64_t want = a.batch * a.seq * a.heads * a.head_dim;
-    if (elements(g, op.inputs.at(0)) != want || elements(g, op.outputs.at(0)) != want)
-      throw std::logic_error(fmt::format("op {}: tensors do not match batch·seq·heads·head_dim = {}", op.name, want));
   }
 };
 

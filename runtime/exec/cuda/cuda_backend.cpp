@@ -17,6 +17,7 @@
 #include "runtime/exec/cuda/gemm.hpp"
 #include "runtime/exec/cuda/rows.hpp"
 #include "runtime/exec/dropout_mask.hpp"
+#include "runtime/exec/op_shape_checks.hpp"
 
 namespace ptsim::runtime {
 namespace {
@@ -64,11 +65,11 @@ class CudaBackend final : public cuda::CudaDevice {
         break;
       }
       case OpKind::gemm:
-        check_gemm(g, op);
+        check_gemm_shapes(g, op);
         cuda::gemm_forward(cublas(), y(0), x(0), x(1), a.gemm.has_bias ? x(2) : nullptr, a.gemm, op.tf32_math, s);
         break;
       case OpKind::batched_gemm:
-        check_gemm(g, op);
+        check_gemm_shapes(g, op);
         cuda::batched_gemm_forward(cublas(), y(0), x(0), x(1), a.gemm, op.tf32_math);
         break;
       case OpKind::bias_grad: {  // dy (M,N) → dbias (N) +=
@@ -123,11 +124,11 @@ class CudaBackend final : public cuda::CudaDevice {
       case OpKind::tanh: cuda::launch_tanh_forward(y(0), x(0), elements(g, op.inputs[0]), s); break;
       case OpKind::tanh_backward: cuda::launch_tanh_backward(y(0), x(0), x(1), elements(g, op.inputs[0]), s); break;
       case OpKind::split_heads:
-        check_heads(g, op);
+        check_heads_shapes(g, op);
         cuda::launch_split_heads(y(0), x(0), a.batch, a.seq, a.heads, a.head_dim, s);
         break;
       case OpKind::merge_heads:
-        check_heads(g, op);
+        check_heads_shapes(g, op);
         cuda::launch_merge_heads(y(0), x(0), a.batch, a.seq, a.heads, a.head_dim, s);
         break;
       case OpKind::gather_rows: {  // x (M,N), index (P) → y (P,N)
@@ -167,27 +168,6 @@ class CudaBackend final : public cuda::CudaDevice {
     const size_t bytes = cuda::row_segments_scratch_bytes(M, V);
     cuda::launch_row_segments_add(dst, src, index, M, H, V, bad, scratch(bytes), bytes, device_error(),
                                   compute_stream());
-  }
-
-  // Shapes must agree with the attributes, or the kernels would read past a buffer (as CpuBackend checks).
-  static void check_gemm(const TaskGraph& g, const Op& op) {
-    const models::GemmAttrs& a = op.attrs.gemm;
-    const int64_t batch = op.kind == OpKind::batched_gemm ? a.batch : 1;
-    auto expect = [&](int id, int64_t want, const char* what) {
-      if (elements(g, id) != want)
-        throw std::logic_error(fmt::format("op {}: {} '{}' has {} elements, the gemm attributes need {}", op.name,
-                                           what, g.tensor(id).name, elements(g, id), want));
-    };
-    expect(op.inputs.at(0), batch * a.m * a.k, "A");
-    expect(op.inputs.at(1), batch * a.k * a.n, "B");
-    expect(op.outputs.at(0), batch * a.m * a.n, "C");
-    if (a.has_bias) expect(op.inputs.at(2), a.n, "bias");
-  }
-  static void check_heads(const TaskGraph& g, const Op& op) {
-    const models::OpAttrs& a = op.attrs;
-    const int64_t want = a.batch * a.seq * a.heads * a.head_dim;
-    if (elements(g, op.inputs.at(0)) != want || elements(g, op.outputs.at(0)) != want)
-      throw std::logic_error(fmt::format("op {}: tensors do not match batch·seq·heads·head_dim = {}", op.name, want));
   }
 };
 
