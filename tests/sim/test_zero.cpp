@@ -16,8 +16,11 @@
 #include "sim/collectives.hpp"
 #include "sim/network.hpp"
 #include "sim/step_simulator.hpp"
+#include "tests/sim/zero_test_support.hpp"
 
 using namespace ptsim;
+using testing::bytes_sent_by_rank0;
+using testing::dgx_a100;
 
 namespace {
 
@@ -32,41 +35,6 @@ models::Recipe zero_recipe(int stage, int64_t dp) {
   r.data_parallel = dp;
   r.zero_stage = stage;
   return r;
-}
-
-sim::ClusterConfig dgx_a100(int nodes) {
-  const hwprofiles::ProfileSet profiles = hwprofiles::load_profiles();
-  sim::ClusterConfig c;
-  c.cluster.node = hwprofiles::find_node(profiles, "dgx-a100");
-  c.cluster.network = hwprofiles::find_network(profiles, c.cluster.node.default_network);
-  c.cluster.nodes = nodes;
-  // The GPU with its one fitted software stack applied (docs/stacks.md), as a prediction without recipe.stack.
-  c.gpu = hwprofiles::device_profile(profiles, c.cluster.node.gpu, hwprofiles::default_stack_for(profiles, c.cluster.node.gpu));
-  return c;
-}
-
-// Bytes one rank sends in a step's data-parallel collectives, as the network model decomposes them.
-double bytes_sent_by_rank0(const models::TaskGraph& g, const sim::ClusterConfig& c) {
-  sim::EventEngine engine;
-  sim::Network network(engine);
-  sim::Topology topology(network, c.cluster);
-  std::vector<int> ranks(static_cast<size_t>(g.recipe.data_parallel));
-  for (size_t i = 0; i < ranks.size(); ++i) ranks[i] = static_cast<int>(i);
-  double sent = 0;
-  for (const auto& op : g.ops) {
-    if (op.phase != models::Phase::communication) continue;
-    sim::CollectiveSpec spec;
-    spec.kind = op.kind == models::OpKind::reduce_scatter ? sim::CollectiveKind::reduce_scatter
-                : op.kind == models::OpKind::all_gather   ? sim::CollectiveKind::all_gather
-                                                          : sim::CollectiveKind::all_reduce;
-    spec.bytes = op.attrs.comm.bytes;
-    spec.ranks = ranks;
-    spec.channels = 2;
-    for (const auto& step : sim::plan_collective(topology, spec, sim::CollectiveAlgorithm::ring))
-      for (const auto& t : step.transfers)
-        if (t.src_rank == 0) sent += t.bytes * static_cast<double>(step.repeat);
-  }
-  return sent;
 }
 
 }  // namespace

@@ -20,8 +20,11 @@
 #include "sim/collectives.hpp"
 #include "sim/network.hpp"
 #include "sim/step_simulator.hpp"
+#include "tests/sim/zero_test_support.hpp"
 
 using namespace ptsim;
+using testing::bytes_sent_by_rank0;
+using testing::dgx_a100;
 
 namespace {
 
@@ -35,41 +38,6 @@ models::Recipe zero3_recipe(int64_t dp, int64_t accum = 1) {
   r.data_parallel = dp;
   r.zero_stage = 3;
   return r;
-}
-
-sim::ClusterConfig dgx_a100(int nodes) {
-  const hwprofiles::ProfileSet profiles = hwprofiles::load_profiles();
-  sim::ClusterConfig c;
-  c.cluster.node = hwprofiles::find_node(profiles, "dgx-a100");
-  c.cluster.network = hwprofiles::find_network(profiles, c.cluster.node.default_network);
-  c.cluster.nodes = nodes;
-  c.gpu = hwprofiles::device_profile(profiles, c.cluster.node.gpu, hwprofiles::default_stack_for(profiles, c.cluster.node.gpu));
-  return c;
-}
-
-// Bytes rank 0 sends in the graph's data-parallel collectives (each once, over a group of its size), as the
-// network model decomposes them.
-double bytes_sent_by_rank0(const models::TaskGraph& g, const sim::ClusterConfig& c) {
-  sim::EventEngine engine;
-  sim::Network network(engine);
-  sim::Topology topology(network, c.cluster);
-  double sent = 0;
-  for (const auto& op : g.ops) {
-    if (op.phase != models::Phase::communication) continue;
-    std::vector<int> ranks(static_cast<size_t>(op.attrs.comm.group_size));
-    for (size_t i = 0; i < ranks.size(); ++i) ranks[i] = static_cast<int>(i);
-    sim::CollectiveSpec spec;
-    spec.kind = op.kind == models::OpKind::reduce_scatter ? sim::CollectiveKind::reduce_scatter
-                : op.kind == models::OpKind::all_gather   ? sim::CollectiveKind::all_gather
-                                                          : sim::CollectiveKind::all_reduce;
-    spec.bytes = op.attrs.comm.bytes;
-    spec.ranks = ranks;
-    spec.channels = 2;
-    for (const auto& step : sim::plan_collective(topology, spec, sim::CollectiveAlgorithm::ring))
-      for (const auto& t : step.transfers)
-        if (t.src_rank == 0) sent += t.bytes * static_cast<double>(step.repeat);
-  }
-  return sent;
 }
 
 double overlap(double a0, double a1, double b0, double b1) { return std::max(0.0, std::min(a1, b1) - std::max(a0, b0)); }
