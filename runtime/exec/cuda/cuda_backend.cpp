@@ -54,8 +54,8 @@ class CudaBackend final : public cuda::CudaDevice {
     switch (op.kind) {
       case OpKind::embedding: {  // table (V,H), ids (M) → y (M,H)
         const auto& table = g.tensor(op.inputs[0]).shape;
-        cuda::launch_embedding_forward(y(0), x(0), ids(1), elements(g, op.inputs[1]), table.at(1), table.at(0),
-                                       device_error(), s);
+        cuda::launch_gather_rows(y(0), x(0), ids(1), elements(g, op.inputs[1]), table.at(0), table.at(1),
+                                 cuda::DeviceErrorKind::token_id, device_error(), s);
         break;
       }
       case OpKind::embedding_backward: {  // dy (M,H), ids (M) → dtable (V,H) +=
@@ -133,8 +133,8 @@ class CudaBackend final : public cuda::CudaDevice {
         break;
       case OpKind::gather_rows: {  // x (M,N), index (P) → y (P,N)
         const int64_t N = last_dim(g, op.inputs[0]);
-        cuda::launch_gather_rows_forward(y(0), x(0), ids(1), elements(g, op.inputs[1]), elements(g, op.inputs[0]) / N,
-                                         N, device_error(), s);
+        cuda::launch_gather_rows(y(0), x(0), ids(1), elements(g, op.inputs[1]), elements(g, op.inputs[0]) / N, N,
+                                 cuda::DeviceErrorKind::gather_index, device_error(), s);
         break;
       }
       case OpKind::gather_rows_backward: {  // dy (P,N), index (P) → dx (M,N), zeros where not gathered

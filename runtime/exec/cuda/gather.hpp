@@ -1,5 +1,5 @@
 // runtime/exec/cuda/gather.hpp — launchers of the row gathers and their deterministic backward passes:
-// embedding (embedding.cu), gather_rows (gather_rows.cu), both backward through row_segments.cu, which
+// embedding and gather_rows (one kernel, gather_rows.cu), both backward through row_segments.cu, which
 // sorts the rows by target id (a stable radix sort) and lets one block add each id's rows in their
 // original order: no float atomics, the CPU's summation order. Out-of-range ids are reported
 // (device_error.hpp) and their rows skipped.
@@ -20,11 +20,9 @@ void launch_row_segments_add(float* dst, const float* src, const int32_t* index,
                              DeviceErrorKind bad_index, void* scratch, size_t scratch_bytes, DeviceError* error,
                              cudaStream_t stream);
 
-// y (M,H) = table (V,H)[ids (M)].
-void launch_embedding_forward(float* y, const float* table, const int32_t* ids, int64_t M, int64_t H, int64_t V,
-                              DeviceError* error, cudaStream_t stream);
-// y (P,N) = x (M,N)[index (P)].
-void launch_gather_rows_forward(float* y, const float* x, const int32_t* index, int64_t P, int64_t M, int64_t N,
-                                DeviceError* error, cudaStream_t stream);
+// y (P,N) = x (M,N)[index (P)]: embedding forward (x = the table (V,H), index = the token ids, bad_index
+// token_id) and gather_rows forward (bad_index gather_index).
+void launch_gather_rows(float* y, const float* x, const int32_t* index, int64_t P, int64_t M, int64_t N,
+                        DeviceErrorKind bad_index, DeviceError* error, cudaStream_t stream);
 
 }  // namespace ptsim::runtime::cuda
