@@ -60,6 +60,10 @@ models::TaskGraph cpu_storage_graph(const models::TaskGraph& graph) {
   return g;
 }
 
+namespace {
+const char* f64_or_f32(ComputeType c) { return c == ComputeType::f64 ? "f64" : "f32"; }
+}  // namespace
+
 struct Executor::Impl {
   TaskGraph graph;
   ExecutorOptions options;
@@ -93,14 +97,18 @@ struct Executor::Impl {
   double last_norm = std::numeric_limits<double>::quiet_NaN();
   bool last_skipped = false;
 
-  Impl(const TaskGraph& g, ExecutorOptions o) : graph(g), options(o) {
+  Impl(const TaskGraph& g, ExecutorOptions o, std::unique_ptr<Backend> given) : graph(g), options(o) {
     validate();
     // The CPU stores 16-bit tensors in fp32: plan the arena for what it stores (the same graph with f16/bf16
     // tensors as f32), so offsets and sizes are those of the buffers really allocated.
     plan = models::plan_memory(cpu_storage_graph(graph));
     scalar_bytes = options.compute == ComputeType::f64 ? sizeof(double) : sizeof(float);
     offset_scale = static_cast<int64_t>(scalar_bytes / sizeof(float));
-    backend = make_backend(options.backend, options.compute, cpu::vector_pass_threads(options.threads));
+    backend = given ? std::move(given)
+                    : make_backend(options.backend, options.compute, cpu::vector_pass_threads(options.threads));
+    if (backend->compute() != options.compute)
+      throw std::invalid_argument(fmt::format("Executor: the {} backend computes in {}, the options ask for {}",
+                                              backend->name(), f64_or_f32(backend->compute()), f64_or_f32(options.compute)));
     cpu::gemm_set_threads(options.threads);  // OpenBLAS's pool (and Eigen's): --threads, not all cores
     allocate();
     seconds.assign(graph.ops.size(), 0.0);
@@ -658,8 +666,17 @@ struct Executor::Impl {
   }
 };
 
+namespace {
+std::unique_ptr<Backend> non_null(std::unique_ptr<Backend> backend) {
+  if (!backend) throw std::invalid_argument("Executor: the backend given is null");
+  return backend;
+}
+}  // namespace
+
 Executor::Executor(const models::TaskGraph& graph, ExecutorOptions options)
-    : impl_(std::make_unique<Impl>(graph, options)) {}
+    : impl_(std::make_unique<Impl>(graph, options, nullptr)) {}
+Executor::Executor(const models::TaskGraph& graph, ExecutorOptions options, std::unique_ptr<Backend> backend)
+    : impl_(std::make_unique<Impl>(graph, options, non_null(std::move(backend)))) {}
 Executor::~Executor() = default;
 
 const models::TaskGraph& Executor::graph() const { return impl_->graph; }

@@ -63,6 +63,9 @@ models::TaskGraph cpu_storage_graph(const models::TaskGraph& graph);
 class Executor {
  public:
   Executor(const models::TaskGraph& graph, ExecutorOptions options);
+  // With a backend the caller made (a test double, or one make_backend does not know); options.backend is
+  // not used. Throws std::invalid_argument for a null backend or one that does not compute in options.compute.
+  Executor(const models::TaskGraph& graph, ExecutorOptions options, std::unique_ptr<Backend> backend);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;

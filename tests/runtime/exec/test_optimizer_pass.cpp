@@ -22,6 +22,7 @@
 #include "runtime/exec/executor.hpp"
 #include "runtime/optim/optimizer.hpp"
 #include "tests/runtime/exec/executor_test_support.hpp"
+#include "tests/runtime/exec/forwarding_backend.hpp"
 
 using namespace ptsim::runtime;
 using ptsim::models::OptimizerKind;
@@ -134,35 +135,15 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 // Wraps a backend, forwarding everything but optimizer_step, so the step runs Backend's default (the
 // reference on host copies) on the CPU backend's memory.
-class DefaultOptimizerBackend final : public Backend {
+class DefaultOptimizerBackend final : public ptsim::test::ForwardingBackend {
  public:
-  explicit DefaultOptimizerBackend(Backend& inner) : inner_(inner) {}
+  using ForwardingBackend::ForwardingBackend;
   const char* name() const override { return "default-optimizer"; }
-  ComputeType compute() const override { return inner_.compute(); }
-  DeviceBuffer allocate(size_t bytes) override { return inner_.allocate(bytes); }
-  void free(DeviceBuffer b) override { inner_.free(b); }
-  void* kernel_address(const DeviceSpan& s) override { return inner_.kernel_address(s); }
   bool host_addressable() const override { return false; }
-  void copy_to_device(const DeviceSpan& d, const void* s) override { inner_.copy_to_device(d, s); }
-  void copy_to_host(void* d, const DeviceSpan& s) override { inner_.copy_to_host(d, s); }
-  void copy(const DeviceSpan& d, const DeviceSpan& s) override { inner_.copy(d, s); }
-  void fill_zero(const DeviceSpan& s) override { inner_.fill_zero(s); }
-  Stream create_stream() override { return inner_.create_stream(); }
-  Event create_event() override { return inner_.create_event(); }
-  void record(Event e, Stream s) override { inner_.record(e, s); }
-  void wait(Stream s, Event e) override { inner_.wait(s, e); }
-  double elapsed_seconds(Event a, Event b) override { return inner_.elapsed_seconds(a, b); }
-  void synchronize(Stream s) override { inner_.synchronize(s); }
-  void run(const ptsim::models::TaskGraph& g, const ptsim::models::Op& op, std::span<void* const> in,
-           std::span<void* const> out, const OpContext& c) override {
-    inner_.run(g, op, in, out, c);
+  void optimizer_step(const optim_math::Hyperparameters& h, const optim_math::StepInputs& in,
+                      std::span<const OptimizerTensor> tensors) override {
+    Backend::optimizer_step(h, in, tensors);
   }
-  void round_to_dtype(const DeviceSpan& s, ptsim::models::DType t) override { inner_.round_to_dtype(s, t); }
-  void scale(const DeviceSpan& s, double f) override { inner_.scale(s, f); }
-  double sum_of_squares(const DeviceSpan& s) override { return inner_.sum_of_squares(s); }
-
- private:
-  Backend& inner_;
 };
 
 }  // namespace
