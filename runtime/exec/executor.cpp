@@ -147,6 +147,14 @@ struct Executor::Impl {
     }
   }
   ~Impl() {
+    // Unwinding from an exception with bucket all-reduces in flight (the trainer then aborts every rank):
+    // the collective may still write the gradient buffer, so the backend and its memory are left allocated
+    // (a deliberate leak) rather than freed under it. Waiting here instead could hang on a peer that never
+    // posts its half.
+    if (in_flight_count > 0) {
+      static_cast<void>(backend.release());
+      return;
+    }
     for (DeviceBuffer b : {arena, weights, gradients, inputs, masters, scalars, staging})
       if (b.valid()) backend->free(b);
   }
