@@ -45,7 +45,8 @@ class MultiTensorOptimizer {
   void step(const optim_math::Hyperparameters& hyper, const optim_math::StepInputs& in,
             std::span<const OptimizerTensorAddresses> tensors, cudaStream_t stream);
 
-  // Distinct tensor lists kept (one per gradient bucket in training; BERT-large at 25 MiB has ~55).
+  // Distinct tensor lists kept (one per gradient bucket in training: BERT-large, 335 M fp32 parameters in
+  // 25 MiB buckets, makes ~51).
   static constexpr size_t kMaxLists = 1024;
   size_t cached_lists() const { return tables_.size(); }
 
