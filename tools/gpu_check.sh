@@ -49,6 +49,7 @@ if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_RO
 meson test -C "$build" --no-rebuild --print-errorlogs --suite gpu || status=1
 "$build/tests/runtime/test_backend_ops" cuda >"$logs/backend_ops_cuda.txt" 2>&1 || status=1
 "$build/tests/runtime/test_backend_ops" cpu >"$logs/backend_ops_cpu.txt" 2>&1 || status=1
+"$build/tests/runtime/optimizer_backend_check" cuda >"$logs/optimizer_cuda.txt" 2>&1 || status=1
 
 # One row per op kind: cases, outputs failing / checked, worst error (units of u·S) and its allowed bound.
 summarise() {
@@ -72,5 +73,6 @@ echo "backend  op kind                  outputs         failing   worst error"
 summarise "$logs/backend_ops_cuda.txt" cuda
 summarise "$logs/backend_ops_cpu.txt" cpu
 tail -n1 "$logs/backend_ops_cuda.txt"
+tail -n1 "$logs/optimizer_cuda.txt"  # optimizer kernels vs the CPU reference (its per-rule lines are in the log)
 if [ "$status" -eq 0 ]; then echo "gpu_check: PASSED"; else echo "gpu_check: FAILED (logs in $logs)"; fi
 exit "$status"

@@ -4,9 +4,6 @@
 // chunk, added per tensor in chunk order.
 #include "runtime/exec/cpu_optimizer.hpp"
 
-#include <fmt/format.h>
-
-#include <algorithm>
 #include <array>
 #include <cmath>
 #include <stdexcept>
@@ -15,6 +12,7 @@
 #include "runtime/exec/backend.hpp"
 #include "runtime/exec/cpu_device.hpp"
 #include "runtime/exec/cpu_parallel.hpp"  // defines: for_each_chunk, kChunkElements
+#include "runtime/exec/optimizer_plan.hpp"
 
 namespace ptsim::runtime {
 namespace cpu {
@@ -24,51 +22,53 @@ using optim_math::AdamStep;
 using optim_math::Hyperparameters;
 using optim_math::StepInputs;
 
-// One fixed chunk of one tensor: elements [begin, end) of tensors[tensor].
-struct Chunk {
-  size_t tensor, begin, end;
-};
-// The multi-tensor work list: every tensor cut into kChunkElements pieces from its first element, tensor by
-// tensor. Boundaries depend only on the sizes, so per-tensor sums over it are independent of threads.
-std::vector<Chunk> chunks_of(std::span<const HostOptimizerTensor> tensors) {
-  std::vector<Chunk> chunks;
-  for (size_t i = 0; i < tensors.size(); ++i)
-    for (size_t at = 0; at < tensors[i].n; at += kChunkElements)
-      chunks.push_back({i, at, std::min(tensors[i].n, at + kChunkElements)});
-  return chunks;
+// The plan's inputs: each tensor's size and decay flag.
+std::vector<OptimizerPlanTensor> plan_inputs(std::span<const HostOptimizerTensor> tensors) {
+  std::vector<OptimizerPlanTensor> inputs;
+  inputs.reserve(tensors.size());
+  for (const HostOptimizerTensor& t : tensors) inputs.push_back({t.n, t.decay});
+  return inputs;
 }
 
-// The passes over one tensor list: `apply` runs element(tensor, e) on every element; `sums<K>` also has it
-// return K values whose squares are summed per chunk (in double) and then per tensor in chunk order.
+// The passes over one tensor list, walking its work list (optimizer_plan.hpp: every tensor cut into
+// kChunkElements pieces from its first element; boundaries depend only on the sizes, so per-tensor sums over
+// it are independent of threads): `apply` runs element(tensor, e) on every element; `sums<K>` also has it
+// return K values whose squares are summed per chunk (in double, element order) and then per tensor in
+// chunk order.
 class Passes {
  public:
   Passes(std::span<const HostOptimizerTensor> tensors, int threads)
-      : tensors_(tensors), chunks_(chunks_of(tensors)), threads_(threads) {}
+      : tensors_(tensors), plan_(plan_optimizer_step(plan_inputs(tensors), kChunkElements)), threads_(threads) {}
 
   template <class Element>
   void apply(Element&& element) const {
-    for_each_chunk(chunks_.size(), threads_, [&](size_t k) {
-      const Chunk& ch = chunks_[k];
-      for (size_t e = ch.begin; e < ch.end; ++e) element(tensors_[ch.tensor], e);
+    for_each_chunk(plan_.chunks.size(), threads_, [&](size_t k) {
+      const OptimizerChunk& ch = plan_.chunks[k];
+      const HostOptimizerTensor& t = tensors_[static_cast<size_t>(ch.tensor)];
+      for (auto e = static_cast<size_t>(ch.begin); e < static_cast<size_t>(ch.end); ++e) element(t, e);
     });
   }
 
   // Per tensor: Σ over its elements of value², for each of the K values element(tensor, e) returns.
   template <size_t K, class Element>
   std::vector<std::array<double, K>> sums(Element&& element) const {
-    std::vector<std::array<double, K>> part(chunks_.size());
-    for_each_chunk(chunks_.size(), threads_, [&](size_t k) {
-      const Chunk& ch = chunks_[k];
+    std::vector<std::array<double, K>> part(plan_.chunks.size());
+    for_each_chunk(plan_.chunks.size(), threads_, [&](size_t k) {
+      const OptimizerChunk& ch = plan_.chunks[k];
+      const HostOptimizerTensor& t = tensors_[static_cast<size_t>(ch.tensor)];
       std::array<double, K> acc{};
-      for (size_t e = ch.begin; e < ch.end; ++e) {
-        const std::array<float, K> x = element(tensors_[ch.tensor], e);
+      for (auto e = static_cast<size_t>(ch.begin); e < static_cast<size_t>(ch.end); ++e) {
+        const std::array<float, K> x = element(t, e);
         for (size_t j = 0; j < K; ++j) acc[j] += static_cast<double>(x[j]) * x[j];
       }
       part[k] = acc;
     });
     std::vector<std::array<double, K>> total(tensors_.size(), std::array<double, K>{});
-    for (size_t k = 0; k < chunks_.size(); ++k)
-      for (size_t j = 0; j < K; ++j) total[chunks_[k].tensor][j] += part[k][j];
+    for (size_t i = 0; i < total.size(); ++i) {
+      const OptimizerTensorRange& r = plan_.tensors[i];
+      for (int64_t k = r.first_chunk; k < r.first_chunk + r.chunks; ++k)
+        for (size_t j = 0; j < K; ++j) total[i][j] += part[static_cast<size_t>(k)][j];
+    }
     return total;
   }
 
@@ -76,7 +76,7 @@ class Passes {
 
  private:
   std::span<const HostOptimizerTensor> tensors_;
-  std::vector<Chunk> chunks_;
+  OptimizerPlan plan_;
   int threads_;
 };
 
@@ -170,31 +170,16 @@ void optimizer_step(const Hyperparameters& hyper, const StepInputs& in, std::spa
 
 }  // namespace cpu
 
-namespace {
-// Rule::sgd keeps one state array, the others two.
-int state_arrays(optim_math::Rule rule) { return rule == optim_math::Rule::sgd ? 1 : 2; }
-
-void check_tensor(const OptimizerTensor& t, int states) {
-  const size_t bytes = t.weight.bytes;
-  bool ok = bytes % sizeof(float) == 0 && t.grad.bytes == bytes;
-  for (int k = 0; k < states; ++k) ok = ok && t.state[k].bytes == bytes;
-  if (!ok)
-    throw std::invalid_argument(fmt::format("optimizer_step: a tensor's spans differ in size (weight {} bytes, "
-                                            "gradient {}, state {} / {})",
-                                            bytes, t.grad.bytes, t.state[0].bytes, t.state[1].bytes));
-}
-}  // namespace
-
 // The reference on host copies: every array of every tensor comes over, the step runs on the calling
 // thread's cores, and the weights and state go back (the gradients are only read).
 void Backend::optimizer_step(const optim_math::Hyperparameters& hyper, const optim_math::StepInputs& in,
                              std::span<const OptimizerTensor> tensors) {
-  const int states = state_arrays(hyper.rule);
+  const int states = optimizer_state_arrays(hyper.rule);
   std::vector<std::vector<float>> host;  // per tensor: weight, grad, state 0, state 1
   std::vector<cpu::HostOptimizerTensor> list;
   host.reserve(tensors.size() * 4);
   for (const OptimizerTensor& t : tensors) {
-    check_tensor(t, states);
+    check_optimizer_tensor(t, states);
     const size_t n = t.weight.bytes / sizeof(float);
     cpu::HostOptimizerTensor h;
     h.n = n;
@@ -219,11 +204,11 @@ void Backend::optimizer_step(const optim_math::Hyperparameters& hyper, const opt
 void cpu::CpuDevice::optimizer_step(const optim_math::Hyperparameters& hyper, const optim_math::StepInputs& in,
                                     std::span<const OptimizerTensor> tensors) {
   if (compute() != ComputeType::f32) throw std::logic_error("cpu backend: the optimizer needs f32 storage");
-  const int states = state_arrays(hyper.rule);
+  const int states = optimizer_state_arrays(hyper.rule);
   std::vector<cpu::HostOptimizerTensor> list;
   list.reserve(tensors.size());
   for (const OptimizerTensor& t : tensors) {
-    check_tensor(t, states);
+    check_optimizer_tensor(t, states);
     cpu::HostOptimizerTensor h;
     h.n = t.weight.bytes / sizeof(float);
     h.decay = t.decay;

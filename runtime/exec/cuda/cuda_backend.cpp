@@ -15,9 +15,11 @@
 #include "runtime/exec/cuda/elementwise.hpp"
 #include "runtime/exec/cuda/gather.hpp"
 #include "runtime/exec/cuda/gemm.hpp"
+#include "runtime/exec/cuda/optimizer.hpp"
 #include "runtime/exec/cuda/rows.hpp"
 #include "runtime/exec/dropout_mask.hpp"
 #include "runtime/exec/op_shape_checks.hpp"
+#include "runtime/exec/optimizer_plan.hpp"
 
 namespace ptsim::runtime {
 namespace {
@@ -43,7 +45,27 @@ class CudaBackend final : public cuda::CudaDevice {
     cuda::check_launch(models::to_string(op.kind));
   }
 
+  // The multi-tensor optimizer kernels (optimizer.cu) on the compute stream, bit for bit the CPU reference.
+  void optimizer_step(const optim_math::Hyperparameters& hyper, const optim_math::StepInputs& in,
+                      std::span<const OptimizerTensor> tensors) override {
+    const int states = optimizer_state_arrays(hyper.rule);
+    std::vector<cuda::OptimizerTensorAddresses> list(tensors.size());
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const OptimizerTensor& t = tensors[i];
+      check_optimizer_tensor(t, states);
+      list[i].elements = t.weight.bytes / sizeof(float);
+      list[i].decay = t.decay;
+      if (list[i].elements == 0) continue;  // no addresses needed (nor, for a 0-byte buffer, any)
+      list[i].weight = static_cast<float*>(kernel_address(t.weight));
+      list[i].grad = static_cast<const float*>(kernel_address(t.grad));
+      for (int k = 0; k < states; ++k) list[i].state[k] = static_cast<float*>(kernel_address(t.state[k]));
+    }
+    optimizer_.step(hyper, in, list, compute_stream());
+  }
+
  private:
+  cuda::MultiTensorOptimizer optimizer_;
+
   void launch(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
               const OpContext& context) {
     auto x = [&](size_t i) { return static_cast<const float*>(in[i]); };

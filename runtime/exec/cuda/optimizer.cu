@@ -1,0 +1,365 @@
+// runtime/exec/cuda/optimizer.cu — the multi-tensor optimizer step on the GPU (optimizer.hpp): every pass is
+// one launch over the whole tensor list, driven by a device table of (tensor, chunk) work items
+// (optimizer_plan.hpp, the CPU reference's chunks), so the per-tensor norms and every fp32 value equal the
+// CPU reference's bits (runtime/exec/cpu_optimizer.cpp; contract: docs/executor.md, "The device seam").
+//   * apply passes (AdamW, SGD, LAMB's and LANS's last pass): one block per chunk, threads stride the chunk;
+//     each element is independent, so any schedule gives the same bits.
+//   * sum passes (LAMB pass 1, LANS passes 0 and 1): one warp per chunk, 32 consecutive elements at a time
+//     (coalesced); each lane computes its element and its squares in double, and lane 0 adds them to the
+//     chunk's two running sums in element order — the CPU's left-to-right loop, so the chunk's partial sums
+//     are the CPU's bits (a tree inside the chunk would not be: vector_ops.cu's norm differs by ~1e-16).
+//   * per-tensor kernels (one thread per tensor): the tensor's chunk partials added in chunk order, then
+//     trust ratios, inverse gradient norms and step sizes in double and rounded to fp32, exactly as the CPU
+//     reference forms them; they stay on the device (no host round trip).
+// Compiled with --fmad=false (runtime/exec/cuda/meson.build): nvcc contracts a·b + c into one FMA by
+// default, which rounds once where the CPU reference rounds twice (the default build targets x86-64's
+// baseline, which has no FMA instruction), so e.g. m ← β1·m + (1−β1)·g would differ in the last bit; with
+// the flag the PTX has mul.rn/add.rn and no fma (checked: 37 fma.rn.f32 without it, 0 with it). fp32
+// division and sqrtf stay IEEE round-to-nearest (nvcc's defaults -prec-div=true, -prec-sqrt=true,
+// -ftz=false; no --use_fast_math); double division and sqrt are always correctly rounded.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "runtime/exec/cpu_parallel.hpp"  // defines: kChunkElements
+#include "runtime/exec/cuda/cuda_check.hpp"
+#include "runtime/exec/cuda/kernel_common.cuh"
+#include "runtime/exec/cuda/optimizer.hpp"
+
+namespace ptsim::runtime::cuda {
+
+// One tensor as the kernels see it: addresses (v null for SGD) and its chunks in the work list.
+struct DeviceTensor {
+  float* weight;
+  const float* grad;
+  float* m;  // SGD: the momentum
+  float* v;
+  int64_t first_chunk, chunks;
+  int32_t decay;
+};
+
+namespace {
+
+using optim_math::AdamStep;
+
+constexpr int kSumWarps = 4;  // warps (chunks) per block of the sum passes
+
+// Frees what cudaMalloc gave (errors ignored: see ~CudaDevice).
+struct CudaFree {
+  void operator()(void* p) const { (void)cudaFree(p); }
+};
+template <class T>
+using DeviceArray = std::unique_ptr<T, CudaFree>;
+
+template <class T>
+DeviceArray<T> device_array(size_t count) {
+  void* p = nullptr;
+  if (count > 0) PTSIM_CUDA_CHECK(cudaMalloc(&p, count * sizeof(T)));
+  return DeviceArray<T>(static_cast<T*>(p));
+}
+
+}  // namespace
+
+// The uploaded work list and the scratch the passes write: per chunk two partial sums; per tensor LANS's
+// Σg², Σw², the inverse gradient norm and the two step sizes (LAMB's step is step_r).
+struct OptimizerDeviceTables {
+  std::vector<OptimizerTensorAddresses> list;  // the tensor list these tables are for
+  int64_t tensor_count = 0, chunk_count = 0;
+  std::vector<DeviceTensor> host_tensors;  // kept: the source of the asynchronous upload
+  std::vector<OptimizerChunk> host_chunks;
+  DeviceArray<DeviceTensor> tensors;
+  DeviceArray<OptimizerChunk> chunks;
+  DeviceArray<double2> partials, grad_weight_squares;
+  DeviceArray<float> inv_grad_norm, step_r, step_c;
+};
+
+namespace {
+
+// ---- per-element work of each pass (optim_math's functions; i is the tensor's index in the list) ----
+
+struct AdamWElement {
+  AdamStep decay, no_decay;
+  float lr, clip;
+  __device__ void operator()(const DeviceTensor& t, int64_t, int64_t e) const {
+    optim_math::adamw_element(t.weight[e], t.grad[e], t.m[e], t.v[e], t.decay ? decay : no_decay, lr, clip);
+  }
+};
+
+struct SgdElement {
+  float mu, lambda, lr, clip;
+  __device__ void operator()(const DeviceTensor& t, int64_t, int64_t e) const {
+    optim_math::sgd_element(t.weight[e], t.grad[e], t.m[e], mu, t.decay ? lambda : 0.0f, lr, clip);
+  }
+};
+
+struct LambApplyElement {
+  AdamStep decay, no_decay;
+  const float* step;
+  __device__ void operator()(const DeviceTensor& t, int64_t i, int64_t e) const {
+    optim_math::lamb_apply(t.weight[e], t.m[e], t.v[e], t.decay ? decay : no_decay, step[i]);
+  }
+};
+
+struct LansApplyElement {
+  AdamStep decay, no_decay;
+  const float *inv_grad_norm, *step_r, *step_c;
+  __device__ void operator()(const DeviceTensor& t, int64_t i, int64_t e) const {
+    optim_math::lans_apply(t.weight[e], t.grad[e], inv_grad_norm[i], t.m[e], t.v[e], t.decay ? decay : no_decay,
+                           step_r[i], step_c[i]);
+  }
+};
+
+// Sum passes: the two values whose squares are summed (x, y), as the CPU reference returns them.
+struct LambMomentsSquares {  // pass 1: moments; u and w (the weight before the step)
+  AdamStep decay, no_decay;
+  float clip;
+  __device__ float2 operator()(const DeviceTensor& t, int64_t, int64_t e) const {
+    const float w = t.weight[e];
+    const float u =
+        optim_math::lamb_moments_and_direction(w, t.grad[e], t.m[e], t.v[e], t.decay ? decay : no_decay, clip);
+    return make_float2(u, w);
+  }
+};
+
+struct LansGradWeightSquares {  // pass 0: g and w
+  __device__ float2 operator()(const DeviceTensor& t, int64_t, int64_t e) const {
+    return make_float2(t.grad[e], t.weight[e]);
+  }
+};
+
+struct LansMomentsSquares {  // pass 1: moments on ĝ; r + λw and c + λw
+  AdamStep decay, no_decay;
+  const float* inv_grad_norm;
+  __device__ float2 operator()(const DeviceTensor& t, int64_t i, int64_t e) const {
+    float ur = 0.0f, uc = 0.0f;
+    optim_math::lans_moments_and_directions(t.weight[e], t.grad[e], inv_grad_norm[i], t.m[e], t.v[e],
+                                            t.decay ? decay : no_decay, ur, uc);
+    return make_float2(ur, uc);
+  }
+};
+
+// ---- kernels ----
+
+// Block k runs element(tensor, i, e) on every element of chunk k.
+template <class Element>
+__global__ void apply_kernel(const DeviceTensor* tensors, const OptimizerChunk* chunks, Element element) {
+  const OptimizerChunk ch = chunks[blockIdx.x];
+  const DeviceTensor t = tensors[ch.tensor];  // in registers: read once per chunk
+  for (int64_t e = ch.begin + threadIdx.x; e < ch.end; e += blockDim.x) element(t, ch.tensor, e);
+}
+
+// Warp w of block b takes chunk k = b·kSumWarps + w: partials[k] = (Σ x², Σ y²) over its elements, each sum
+// accumulated in double in element order (lane 0 adds the warp's 32 squares one by one, as the CPU loop).
+template <class Squares>
+__global__ void chunk_sums_kernel(const DeviceTensor* tensors, const OptimizerChunk* chunks, int64_t chunk_count,
+                                  double2* partials, Squares squares) {
+  __shared__ double2 tile[kSumWarps][32];
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * kSumWarps + warp;
+  if (k >= chunk_count) return;  // the whole warp: only __syncwarp below
+  const OptimizerChunk ch = chunks[k];
+  const DeviceTensor t = tensors[ch.tensor];  // in registers: read once per chunk
+  double sx = 0.0, sy = 0.0;
+  for (int64_t base = ch.begin; base < ch.end; base += 32) {
+    const int64_t e = base + lane;
+    if (e < ch.end) {
+      const float2 v = squares(t, ch.tensor, e);
+      tile[warp][lane] = make_double2(static_cast<double>(v.x) * v.x, static_cast<double>(v.y) * v.y);
+    }
+    __syncwarp();
+    if (lane == 0) {
+      const int64_t valid = ch.end - base < 32 ? ch.end - base : 32;
+      for (int64_t j = 0; j < valid; ++j) {
+        sx += tile[warp][j].x;
+        sy += tile[warp][j].y;
+      }
+    }
+    __syncwarp();  // lane 0 has read the tile before it is overwritten
+  }
+  if (lane == 0) partials[k] = make_double2(sx, sy);
+}
+
+// Σ of a tensor's chunk partials, in chunk order from 0 (the CPU reference's per-tensor total).
+__device__ double2 tensor_total(const double2* partials, const DeviceTensor& t) {
+  double x = 0.0, y = 0.0;
+  for (int64_t k = t.first_chunk; k < t.first_chunk + t.chunks; ++k) {
+    x += partials[k].x;
+    y += partials[k].y;
+  }
+  return make_double2(x, y);
+}
+
+// NVLAMB: step = fp32(lr · ratio), ratio = ‖w‖/‖u‖ (1 where either is 0), or 1 where use_nvlamb is false and
+// the tensor's λ is 0. partials: (Σu², Σw²).
+__global__ void lamb_steps_kernel(const DeviceTensor* tensors, int64_t count, const double2* partials, double lr,
+                                  bool use_nvlamb, bool decay_lambda_nonzero, float* step) {
+  PTSIM_GRID_STRIDE(i, count) {
+    const double2 s = tensor_total(partials, tensors[i]);
+    const bool apply_ratio = use_nvlamb || (tensors[i].decay != 0 && decay_lambda_nonzero);
+    step[i] = static_cast<float>(lr * (apply_ratio ? optim_math::trust_ratio(sqrt(s.y), sqrt(s.x)) : 1.0));
+  }
+}
+
+// LANS after pass 0: keeps (Σg², Σw²) per tensor; inv‖g‖ = fp32(1/√Σg²), 0 when Σg² = 0.
+__global__ void lans_inverse_norms_kernel(const DeviceTensor* tensors, int64_t count, const double2* partials,
+                                          double2* grad_weight_squares, float* inv_grad_norm) {
+  PTSIM_GRID_STRIDE(i, count) {
+    const double2 s = tensor_total(partials, tensors[i]);
+    grad_weight_squares[i] = s;
+    inv_grad_norm[i] = s.x > 0.0 ? static_cast<float>(1.0 / sqrt(s.x)) : 0.0f;
+  }
+}
+
+// LANS after pass 1: step_r = fp32(lr·β1·ratio_r), step_c = fp32(lr·(1−β1)·ratio_c). partials: (Σ(r+λw)²,
+// Σ(c+λw)²).
+__global__ void lans_steps_kernel(const DeviceTensor* tensors, int64_t count, const double2* partials,
+                                  const double2* grad_weight_squares, double lr, double beta1, float* step_r,
+                                  float* step_c) {
+  PTSIM_GRID_STRIDE(i, count) {
+    const double2 s = tensor_total(partials, tensors[i]);
+    const double w_norm = sqrt(grad_weight_squares[i].y);
+    step_r[i] = static_cast<float>(lr * beta1 * optim_math::trust_ratio(w_norm, sqrt(s.x)));
+    step_c[i] = static_cast<float>(lr * (1.0 - beta1) * optim_math::trust_ratio(w_norm, sqrt(s.y)));
+  }
+}
+
+// ---- launches (the caller skips them when the list has no elements) ----
+
+template <class Element>
+void launch_apply(const OptimizerDeviceTables& d, const Element& element, const char* what, cudaStream_t stream) {
+  apply_kernel<<<static_cast<unsigned>(d.chunk_count), kThreads, 0, stream>>>(d.tensors.get(), d.chunks.get(),
+                                                                              element);
+  check_launch(what);
+}
+
+template <class Squares>
+void launch_sums(const OptimizerDeviceTables& d, const Squares& squares, const char* what, cudaStream_t stream) {
+  const auto blocks = static_cast<unsigned>((d.chunk_count + kSumWarps - 1) / kSumWarps);
+  chunk_sums_kernel<<<blocks, kSumWarps * 32, 0, stream>>>(d.tensors.get(), d.chunks.get(), d.chunk_count,
+                                                            d.partials.get(), squares);
+  check_launch(what);
+}
+
+unsigned tensor_blocks(const OptimizerDeviceTables& d) { return blocks_for(d.tensor_count); }
+
+void lamb(const optim_math::Hyperparameters& h, const optim_math::StepInputs& in, const OptimizerDeviceTables& d,
+          cudaStream_t stream) {
+  const AdamStep decay = optim_math::adam_step(h, in.t, true), no_decay = optim_math::adam_step(h, in.t, false);
+  launch_sums(d, LambMomentsSquares{decay, no_decay, static_cast<float>(in.clip_divisor)}, "optimizer: lamb moments",
+              stream);
+  lamb_steps_kernel<<<tensor_blocks(d), kThreads, 0, stream>>>(d.tensors.get(), d.tensor_count, d.partials.get(),
+                                                                in.lr, h.use_nvlamb, decay.lambda != 0.0f,
+                                                                d.step_r.get());
+  check_launch("optimizer: lamb trust ratios");
+  launch_apply(d, LambApplyElement{decay, no_decay, d.step_r.get()}, "optimizer: lamb apply", stream);
+}
+
+void lans(const optim_math::Hyperparameters& h, const optim_math::StepInputs& in, const OptimizerDeviceTables& d,
+          cudaStream_t stream) {
+  const AdamStep decay = optim_math::adam_step(h, in.t, true), no_decay = optim_math::adam_step(h, in.t, false);
+  launch_sums(d, LansGradWeightSquares{}, "optimizer: lans norms", stream);
+  lans_inverse_norms_kernel<<<tensor_blocks(d), kThreads, 0, stream>>>(
+      d.tensors.get(), d.tensor_count, d.partials.get(), d.grad_weight_squares.get(), d.inv_grad_norm.get());
+  check_launch("optimizer: lans gradient norms");
+  launch_sums(d, LansMomentsSquares{decay, no_decay, d.inv_grad_norm.get()}, "optimizer: lans moments", stream);
+  lans_steps_kernel<<<tensor_blocks(d), kThreads, 0, stream>>>(d.tensors.get(), d.tensor_count, d.partials.get(),
+                                                                d.grad_weight_squares.get(), in.lr, h.beta1,
+                                                                d.step_r.get(), d.step_c.get());
+  check_launch("optimizer: lans trust ratios");
+  launch_apply(d, LansApplyElement{decay, no_decay, d.inv_grad_norm.get(), d.step_r.get(), d.step_c.get()},
+               "optimizer: lans apply", stream);
+}
+
+// The device tables for one tensor list: its plan uploaded, its scratch allocated (enqueued on `stream`).
+std::unique_ptr<OptimizerDeviceTables> build_tables(std::span<const OptimizerTensorAddresses> tensors,
+                                                    cudaStream_t stream) {
+  std::vector<OptimizerPlanTensor> sizes;
+  sizes.reserve(tensors.size());
+  for (const OptimizerTensorAddresses& t : tensors) sizes.push_back({t.elements, t.decay});
+  OptimizerPlan plan = plan_optimizer_step(sizes, cpu::kChunkElements);
+
+  auto d = std::make_unique<OptimizerDeviceTables>();
+  d->list.assign(tensors.begin(), tensors.end());
+  d->tensor_count = static_cast<int64_t>(tensors.size());
+  d->chunk_count = static_cast<int64_t>(plan.chunks.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const OptimizerTensorAddresses& a = tensors[i];
+    const OptimizerTensorRange& r = plan.tensors[i];
+    d->host_tensors.push_back({a.weight, a.grad, a.state[0], a.state[1], r.first_chunk, r.chunks, r.decay});
+  }
+  d->host_chunks = std::move(plan.chunks);
+  const auto tensor_count = static_cast<size_t>(d->tensor_count), chunk_count = static_cast<size_t>(d->chunk_count);
+  d->tensors = device_array<DeviceTensor>(tensor_count);
+  d->chunks = device_array<OptimizerChunk>(chunk_count);
+  d->partials = device_array<double2>(chunk_count);
+  d->grad_weight_squares = device_array<double2>(tensor_count);
+  d->inv_grad_norm = device_array<float>(tensor_count);
+  d->step_r = device_array<float>(tensor_count);
+  d->step_c = device_array<float>(tensor_count);
+  // From pageable memory the copy has read the source when the call returns; the host vectors stay anyway.
+  if (tensor_count > 0)
+    PTSIM_CUDA_CHECK(cudaMemcpyAsync(d->tensors.get(), d->host_tensors.data(), tensor_count * sizeof(DeviceTensor),
+                                     cudaMemcpyHostToDevice, stream));
+  if (chunk_count > 0)
+    PTSIM_CUDA_CHECK(cudaMemcpyAsync(d->chunks.get(), d->host_chunks.data(), chunk_count * sizeof(OptimizerChunk),
+                                     cudaMemcpyHostToDevice, stream));
+  return d;
+}
+
+bool same_list(const OptimizerDeviceTables& d, std::span<const OptimizerTensorAddresses> tensors) {
+  return std::equal(d.list.begin(), d.list.end(), tensors.begin(), tensors.end());
+}
+
+}  // namespace
+
+MultiTensorOptimizer::MultiTensorOptimizer() = default;
+
+MultiTensorOptimizer::~MultiTensorOptimizer() {
+  if (!tables_.empty()) (void)cudaDeviceSynchronize();  // queued passes may still read the tables
+}
+
+const OptimizerDeviceTables& MultiTensorOptimizer::tables_for(std::span<const OptimizerTensorAddresses> tensors,
+                                                              cudaStream_t stream) {
+  for (size_t k = 0; k < tables_.size(); ++k) {  // from the entry after the last one used
+    const size_t at = (last_ + 1 + k) % tables_.size();
+    if (same_list(*tables_[at], tensors)) {
+      last_ = at;
+      return *tables_[at];
+    }
+  }
+  if (tables_.size() >= kMaxLists) {
+    PTSIM_CUDA_CHECK(cudaStreamSynchronize(stream));  // the dropped tables' last readers have run
+    tables_.clear();
+  }
+  tables_.push_back(build_tables(tensors, stream));
+  last_ = tables_.size() - 1;
+  return *tables_.back();
+}
+
+void MultiTensorOptimizer::step(const optim_math::Hyperparameters& hyper, const optim_math::StepInputs& in,
+                                std::span<const OptimizerTensorAddresses> tensors, cudaStream_t stream) {
+  const OptimizerDeviceTables& d = tables_for(tensors, stream);
+  if (d.chunk_count == 0) return;  // no elements: nothing to update
+  const float lr = static_cast<float>(in.lr), clip = static_cast<float>(in.clip_divisor);
+  switch (hyper.rule) {
+    case optim_math::Rule::adamw:
+      launch_apply(d,
+                   AdamWElement{optim_math::adam_step(hyper, in.t, true), optim_math::adam_step(hyper, in.t, false),
+                                lr, clip},
+                   "optimizer: adamw", stream);
+      return;
+    case optim_math::Rule::sgd:
+      launch_apply(d,
+                   SgdElement{static_cast<float>(hyper.momentum), static_cast<float>(hyper.weight_decay), lr, clip},
+                   "optimizer: sgd", stream);
+      return;
+    case optim_math::Rule::lamb: return lamb(hyper, in, d, stream);
+    case optim_math::Rule::lans: return lans(hyper, in, d, stream);
+  }
+  throw std::invalid_argument("optimizer_step: unknown rule");
+}
+
+}  // namespace ptsim::runtime::cuda

@@ -1,0 +1,59 @@
+// runtime/exec/cuda/optimizer.hpp — the CUDA backend's multi-tensor optimizer step (optimizer.cu): AdamW,
+// NVLAMB, LANS and SGD over device fp32 buffers, bit for bit the CPU reference (runtime/exec/cpu_optimizer.cpp;
+// contract: docs/executor.md, "The device seam"; launch shape and determinism: docs/cuda-backend.md). It
+// keeps the device copy of each tensor list's work list (optimizer_plan.hpp) and its scratch, built the first
+// time the list is seen: the executor makes one call per gradient bucket, the same lists every step.
+// Host-only header (CUDA runtime types).
+// Not here: resolving spans to addresses and checking them (CudaBackend::optimizer_step, cuda_backend.cpp).
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "runtime/exec/optimizer_plan.hpp"
+#include "runtime/optim/optimizer_math.hpp"  // defines: Hyperparameters, StepInputs
+
+namespace ptsim::runtime::cuda {
+
+// One tensor of a step in device memory: `elements` fp32 values at each address (state[1] null for SGD).
+struct OptimizerTensorAddresses {
+  float* weight = nullptr;
+  const float* grad = nullptr;
+  float* state[2] = {nullptr, nullptr};
+  size_t elements = 0;
+  bool decay = true;
+  bool operator==(const OptimizerTensorAddresses& o) const {
+    return weight == o.weight && grad == o.grad && state[0] == o.state[0] && state[1] == o.state[1] &&
+           elements == o.elements && decay == o.decay;
+  }
+};
+
+struct OptimizerDeviceTables;  // optimizer.cu: the uploaded plan and the per-chunk / per-tensor scratch
+
+class MultiTensorOptimizer {
+ public:
+  MultiTensorOptimizer();
+  ~MultiTensorOptimizer();
+  MultiTensorOptimizer(const MultiTensorOptimizer&) = delete;
+  MultiTensorOptimizer& operator=(const MultiTensorOptimizer&) = delete;
+
+  // One step of hyper.rule on `tensors`, enqueued on `stream`. Nothing synchronises, except when a new list
+  // finds kMaxLists lists cached: the cache is dropped after the stream drains, then rebuilt as lists recur.
+  void step(const optim_math::Hyperparameters& hyper, const optim_math::StepInputs& in,
+            std::span<const OptimizerTensorAddresses> tensors, cudaStream_t stream);
+
+  // Distinct tensor lists kept (one per gradient bucket in training: BERT-large, 335 M fp32 parameters in
+  // 25 MiB buckets, makes ~51).
+  static constexpr size_t kMaxLists = 1024;
+  size_t cached_lists() const { return tables_.size(); }
+
+ private:
+  const OptimizerDeviceTables& tables_for(std::span<const OptimizerTensorAddresses> tensors, cudaStream_t stream);
+  std::vector<std::unique_ptr<OptimizerDeviceTables>> tables_;
+  size_t last_ = 0;  // the entry used last: the next bucket's is usually the one after it
+};
+
+}  // namespace ptsim::runtime::cuda
