@@ -59,7 +59,13 @@ echo "gpu_check: $gpu_name, -Dgpu_arch=$arch, build dir $build, python $python"
 # ---- stages: each row of the summary is one `record` line (stage, result, seconds, key numbers) ----
 rows=()
 failed=0
-record() { rows+=("$(printf '%-10s %-8s %6s s  %s' "$1" "$2" "$3" "$4")"); [ "$2" != failed ] || failed=1; }
+# An empty key-numbers field shows the last line of the stage's log instead.
+record() {
+  local key=$4
+  [ -n "$key" ] || key="$(tail -n1 "$logs/$1.log" 2>/dev/null || true)"
+  rows+=("$(printf '%-10s %-8s %6s s  %s' "$1" "$2" "$3" "$key")")
+  [ "$2" = passed ] || [ "$2" = skipped ] || failed=1
+}
 # run_stage NAME BUDGET CMD...: CMD under `timeout BUDGET`, output to $logs/NAME.log; sets stage_rc, stage_s.
 run_stage() {
   local name=$1 budget=$2 t0
@@ -73,7 +79,15 @@ run_stage() {
   echo "gpu_check: $name finished (exit $stage_rc, ${stage_s} s; log $logs/$name.log)"
 }
 skipped() { [[ $skip == *" $1 "* ]]; }
-verdict() { if [ "$stage_rc" = 0 ]; then echo passed; elif [ "$stage_rc" = 124 ] || [ "$stage_rc" = 137 ]; then echo timeout; else echo failed; fi; }
+# exit 0 passed, 77 skipped (the tools' "cannot run here"), 124/137 timeout, else failed
+verdict() {
+  case "$stage_rc" in
+    0) echo passed ;;
+    77) echo skipped ;;
+    124 | 137) echo timeout ;;
+    *) echo failed ;;
+  esac
+}
 
 summary() {
   echo
@@ -146,13 +160,17 @@ summarise() {
     }' "$1" | sort -k2
 }
 op_table() {
-  "$build/tests/runtime/test_backend_ops" cuda >"$logs/backend_ops_cuda.txt" 2>&1 || return 1
-  "$build/tests/runtime/test_backend_ops" cpu >"$logs/backend_ops_cpu.txt" 2>&1 || return 1
+  local rc=0
+  "$build/tests/runtime/test_backend_ops" cuda >"$logs/backend_ops_cuda.txt" 2>&1 || rc=$?
+  [ "$rc" = 0 ] || return "$rc"
+  "$build/tests/runtime/test_backend_ops" cpu >"$logs/backend_ops_cpu.txt" 2>&1
 }
 export -f op_table
 if skipped op-table; then record op-table skipped 0 "GPU_CHECK_SKIP"; else
   run_stage op-table "${OPS_BUDGET_S:-30}" op_table
-  { summarise "$logs/backend_ops_cuda.txt" cuda; summarise "$logs/backend_ops_cpu.txt" cpu; } >"$logs/op-table.txt" || true
+  if [ "$stage_rc" = 0 ]; then
+    { summarise "$logs/backend_ops_cuda.txt" cuda; summarise "$logs/backend_ops_cpu.txt" cpu; } >"$logs/op-table.txt"
+  fi
   record op-table "$(verdict)" "$stage_s" "$(tail -n1 "$logs/backend_ops_cuda.txt" 2>/dev/null || true)"
 fi
 
@@ -160,7 +178,7 @@ fi
 hf_check() {
   local m rc=0 status=0
   for m in bert gpt2; do
-    "$build/tests/runtime/ptsim_golden_outputs" "$m" cuda "$logs/ptsim_cuda_$m.safetensors" || return 1
+    "$build/tests/runtime/ptsim_golden_outputs" "$m" cuda "$logs/ptsim_cuda_$m.safetensors" || return $?
     "$python" tools/hf_crosscheck.py --dir "tests/data/golden/$m" --ptsim "$logs/ptsim_cuda_$m.safetensors" \
       --report "$logs/hf_crosscheck_$m.json" || rc=$?
     if [ "$rc" = 77 ]; then return 77; fi
@@ -172,9 +190,7 @@ hf_check() {
 export -f hf_check
 if skipped hf-check; then record hf-check skipped 0 "GPU_CHECK_SKIP"; else
   run_stage hf-check "${HF_BUDGET_S:-60}" hf_check
-  result="$(verdict)"
-  [ "$stage_rc" != 77 ] || result=skipped
-  record hf-check "$result" "$stage_s" "$(grep -h '^hf_crosscheck' "$logs/hf-check.log" | sed 's/^hf_crosscheck: //' | tr '\n' ';')"
+  record hf-check "$(verdict)" "$stage_s" "$(grep -h '^hf_crosscheck' "$logs/hf-check.log" | sed 's/^hf_crosscheck: //' | tr '\n' ';')"
 fi
 
 # 5. the benchmark (and the calibration fit of ptsim's measured op times).
