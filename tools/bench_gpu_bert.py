@@ -17,7 +17,9 @@ For each (seq, batch) configuration, on the same device, batch, precision and op
   each system really ran). Timing: torch.cuda.synchronize() before and after each step, median of the
   timed steps after the warm-up steps.
 Optimizer: AdamW on both sides (β 0.9/0.999, ε 1e-8 on torch / ptsim's AdamW defaults, weight decay 0.01
-except biases and LayerNorm, global-norm clipping at 1.0, constant lr 1e-4).
+except biases and LayerNorm, global-norm clipping at 1.0, constant lr 1e-4); torch's is `fused=True` on CUDA
+(the same update in one kernel), ptsim's is its backend optimizer (on the CUDA backend today: the CPU
+reference on host copies, docs/cuda-backend.md).
 Precision (--precision): bf16 — torch under bf16 autocast (fp32 weights, bf16 GEMMs on tensor cores);
 ptsim `--precision bf16`, which on the CUDA backend today stores bf16 values in fp32 and computes in fp32
 (docs/cuda-backend.md): the same numerics contract, not the same math units. tf32 — torch fp32 with
@@ -195,7 +197,9 @@ def torch_worker(spec):
     ids_nd = {id(q) for q in no_decay}
     groups = [{"params": [q for q in model.parameters() if id(q) not in ids_nd], "weight_decay": 0.01},
               {"params": no_decay, "weight_decay": 0.0}]
-    opt = torch.optim.AdamW(groups, lr=1e-4, betas=(0.9, 0.999), eps=1e-8)
+    # fused on CUDA: the same AdamW update in one kernel per step (as docs/references.md's H200 baseline ran)
+    fused = {"fused": True} if device.type == "cuda" else {}
+    opt = torch.optim.AdamW(groups, lr=1e-4, betas=(0.9, 0.999), eps=1e-8, **fused)
     ids = torch.randint(5, vocab, (b, s), device=device)
     types = torch.zeros(b, s, dtype=torch.int64, device=device)
     mask = torch.ones(b, s, dtype=torch.int64, device=device)

@@ -57,8 +57,11 @@ def families(implementation):
         sys.exit(77)
 
     def eager(config_class, c):
-        config = config_class(**c)
-        config._attn_implementation = "eager"  # the plain matmul-softmax-matmul attention, as the reference
+        """The config with eager attention (plain matmul-softmax-matmul, as the reference computes it):
+        transformers' constructor keyword, or the attribute on versions whose constructor lacks it."""
+        config = config_class(**c, attn_implementation="eager")
+        if getattr(config, "_attn_implementation", "eager") != "eager":
+            config._attn_implementation = "eager"
         return config
 
     class HfBert(ref.Bert):
