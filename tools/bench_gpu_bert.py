@@ -52,6 +52,7 @@ import subprocess
 import sys
 import time
 
+sys.dont_write_bytecode = True  # importing the sibling tools must not leave __pycache__ in the source tree
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 

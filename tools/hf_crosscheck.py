@@ -28,6 +28,7 @@ import sys
 
 import numpy as np
 
+sys.dont_write_bytecode = True  # importing the sibling tools must not leave __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 # The golden test's fp32 tolerances (tests/runtime/golden/golden_check.hpp derives them).
