@@ -61,10 +61,11 @@ ROOT = os.path.dirname(HERE)
 
 def write_corpus(path, words, seed=1):
     """A deterministic pseudo-English corpus in `ptsim data prepare`'s format (one sentence per line, a blank
-    line between documents): Zipf-distributed words from a generated lexicon of 8,000 pseudo-words."""
+    line between documents): Zipf-distributed words from a generated lexicon of 40,000 pseudo-words (enough
+    distinct words that `ptsim data vocab` reaches BERT's 30,522 tokens from 600,000 words)."""
     rng = random.Random(seed)
     syllables = [c + v for c in "bcdfghjklmnprstvwz" for v in ("a", "e", "i", "o", "u", "ai", "ou")]
-    lexicon = sorted({"".join(rng.choice(syllables) for _ in range(rng.randint(1, 4))) for _ in range(9000)})[:8000]
+    lexicon = sorted({"".join(rng.choice(syllables) for _ in range(rng.randint(1, 4))) for _ in range(45000)})[:40000]
     rng.shuffle(lexicon)
     weights = [1.0 / (rank + 1) for rank in range(len(lexicon))]
     tmp = path + ".tmp"
