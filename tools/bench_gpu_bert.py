@@ -448,13 +448,15 @@ def main():
     with open(args.model_json) as f:
         c = json.load(f)
 
-    # The runs, most valuable first, so that a --budget-seconds cut drops the least useful: every system at
-    # the first configuration, then at the next; torch.compile (the slowest to start) last at each.
+    # The runs, most valuable first, so that a --budget-seconds cut drops the least useful: ptsim and eager
+    # at every length (both ratios' common part), then torch.compile (the slowest to start; the issue's
+    # target ratio), then ptsim's extra precisions.
     plan = []
     for seq, batch in configs:
-        if "ptsim" in systems:
-            plan += [(seq, batch, "ptsim", p) for p in [args.precision] + [p for p in extra if p != args.precision]]
-        plan += [(seq, batch, kind, args.precision) for kind in ("eager", "compile") if kind in systems]
+        plan += [(seq, batch, "ptsim", args.precision)] if "ptsim" in systems else []
+        plan += [(seq, batch, "eager", args.precision)] if "eager" in systems else []
+    plan += [(seq, batch, "compile", args.precision) for seq, batch in configs if "compile" in systems]
+    plan += [(seq, batch, "ptsim", p) for p in extra if p != args.precision and "ptsim" in systems for seq, batch in configs]
     deadline = time.time() + args.budget_seconds
     rows, datasets = [], {}
     for seq, batch, kind, precision in plan:
@@ -478,7 +480,11 @@ def main():
     vocab = datasets[configs[0][0]][1] if datasets else None
     peak, peak_key = finish(rows, args, c, profile_path)
     measured = [r for r in rows if r["system"] == "ptsim" and r.get("status") == "ok"]
-    calibration = calibrate(args, measured[0]["op_times"]) if measured else {"status": "skipped: no ptsim run succeeded"}
+    calibration = {"status": "skipped: no ptsim run succeeded"}
+    for r in measured:  # the first run whose op times the profile can fit (e.g. a CPU profile has no bf16)
+        calibration = dict(calibrate(args, r["op_times"]), op_times=r["op_times"])
+        if calibration["status"] == "ok":
+            break
     meta = {"device_name": name, "model": args.model, "vocab": vocab, "precision": args.precision, "steps": args.steps,
             "warmup": args.warmup, "peak_tflops": peak, "peak_key": peak_key, "profile": f"hwprofiles/gpus/{args.profile}.json",
             "flops_formula": "6·N_layers·s + 12·L·h·s² per sequence (forward + backward; encoder only)"}
