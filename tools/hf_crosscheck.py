@@ -190,8 +190,10 @@ def main():
     adamw_lr, lamb_lr = float(meta.get("adamw_lr", "1e-3")), float(meta.get("lamb_lr", "1e-2"))
     hf = ref.golden_outputs(family, weights, batch, torch.float32, source, adamw_lr, lamb_lr, steps)
     if args.out:
-        ref.write_safetensors(args.out, hf, {"ptsim_golden": args.implementation, "model_type": kind, "dtype": "float32",
-                                             "steps": str(steps), "adamw_lr": repr(adamw_lr), "lamb_lr": repr(lamb_lr)})
+        ref.write_safetensors(args.out + ".tmp", hf, {"ptsim_golden": args.implementation, "model_type": kind,
+                                                      "dtype": "float32", "steps": str(steps), "adamw_lr": repr(adamw_lr),
+                                                      "lamb_lr": repr(lamb_lr)})
+        os.replace(args.out + ".tmp", args.out)  # atomic: a reader never sees half a file
     rows, failures = compare(hf, ptsim)
     worst = {}
     for r in rows:
