@@ -164,9 +164,12 @@ int run_train_command(int argc, char** argv) {
   c.backend = parse_backend(backend);
   c.optimizer = models::parse_optimizer(optimizer, "--optimizer");
   c.precision = models::parse_precision(precision, "ptsim train: --precision");
-  if (c.precision == models::Precision::tf32 || c.precision == models::Precision::fp8)
+  // tf32 runs on the CUDA backend (the graph's GEMMs on TF32 tensor cores, docs/cuda-backend.md); fp8 nowhere yet.
+  if ((c.precision == models::Precision::tf32 && c.backend != runtime::BackendKind::cuda) ||
+      c.precision == models::Precision::fp8)
     throw core::InputError(fmt::format("ptsim train: --precision {} is tensor-core math on {} GPUs; the CPU backend "
-                                       "computes fp32, fp16 or bf16 (emulated): choose one of those",
+                                       "computes fp32, fp16 or bf16 (emulated): choose one of those (--backend cuda "
+                                       "also runs tf32)",
                                        models::to_string(c.precision),
                                        c.precision == models::Precision::fp8 ? "H100/H200 (Hopper)" : "A100 and later"));
   // Given but zero would read as "not given" below (0 = dynamic / default window): refuse it here.

@@ -367,17 +367,21 @@ def strict_differences(expected, got):
     return lines
 
 
-def load_strict(model, state, path):
+def load_strict(model, state, path, tied=None):
     """Every tensor of `state` is a parameter of the model and every parameter is in `state`, with equal
     shapes (tied weights are the same tensors as their targets, saved once, as transformers does). Exits
-    naming every difference otherwise."""
+    naming every difference otherwise. `tied`: {alias: target} of the model's tied parameter names (default:
+    the class's TIED; tools/hf_crosscheck.py passes transformers' ties). Persistent buffers (none in this
+    file's models; transformers' versions may have some) keep the model's own values."""
     params = dict(model.named_parameters())
     lines = strict_differences({n: tuple(p.shape) for n, p in params.items()}, {n: a.shape for n, a in state.items()})
     if lines:
         sys.exit(f"{path}: does not match {type(model).__name__}:\n  " + "\n  ".join(lines))
     full = {n: torch.from_numpy(np.ascontiguousarray(state[n])) for n in params}
-    for tied, target in type(model).TIED.items():
-        full[tied] = full[target]
+    for alias, target in (type(model).TIED if tied is None else tied).items():
+        full[alias] = full[target]
+    own = model.state_dict()
+    full.update({n: b for n, b in model.named_buffers() if n in own and n not in full})
     model.load_state_dict(full, strict=True)  # torch's own check, with the tied names filled in
 
 
@@ -437,13 +441,24 @@ class Gpt2Layout:
 
 
 class Bert:
+    """BERT on this file's BertForPreTraining. tools/hf_crosscheck.py subclasses it with transformers' own
+    model: build() makes the module, tied() names its tied parameters, logits() runs it."""
+    TIED = BertForPreTraining.TIED
+
     def __init__(self, c):
         self.c = c
 
+    def build(self):
+        return BertForPreTraining(self.c)
+
+    def logits(self, model, b):
+        """(prediction scores [B, S, V], NSP scores [B, 2])."""
+        return model(b["ids"], b["types"], b["mask"])
+
     def model(self, weights, dtype, path):
-        m = BertForPreTraining(self.c)
-        load_strict(m, weights, path)  # ptsim's names are transformers' names
-        return m.to(dtype).eval()      # eval: dropout off
+        m = self.build()
+        load_strict(m, weights, path, self.TIED)  # ptsim's names are transformers' names
+        return m.to(dtype).eval()                 # eval: dropout off
 
     def batch(self, b):
         ids = torch.from_numpy(b["input_ids"].astype(np.int64))
@@ -460,7 +475,7 @@ class Bert:
 
     def forward(self, model, b):
         """(loss, {scalar parts}, {logits})."""
-        scores, nsp_scores = model(b["ids"], b["types"], b["mask"])
+        scores, nsp_scores = self.logits(model, b)
         vocab = scores.shape[-1]
         mlm = F.cross_entropy(scores.view(-1, vocab), b["mlm_labels"].view(-1), ignore_index=-100)
         nsp = F.cross_entropy(nsp_scores.view(-1, 2), b["nsp"].view(-1))
@@ -475,12 +490,22 @@ class Bert:
 
 
 class Gpt2:
+    """GPT-2 on this file's GPT2LMHeadModel (build/tied/logits: as Bert)."""
+    TIED = GPT2LMHeadModel.TIED
+
     def __init__(self, c):
         self.c, self.layout = c, Gpt2Layout(c)
 
+    def build(self):
+        return GPT2LMHeadModel(self.c)
+
+    def logits(self, model, b):
+        """LM logits [B, S, V]."""
+        return model(b["ids"])
+
     def model(self, weights, dtype, path):
-        m = GPT2LMHeadModel(self.c)
-        load_strict(m, self.layout.to_hf(weights, path), path)
+        m = self.build()
+        load_strict(m, self.layout.to_hf(weights, path), path, self.TIED)
         return m.to(dtype).eval()
 
     def batch(self, b):
@@ -495,7 +520,7 @@ class Gpt2:
         return {"ids": torch.from_numpy(ids), "labels": torch.from_numpy(labels)}
 
     def forward(self, model, b):
-        logits = model(b["ids"])
+        logits = self.logits(model, b)
         vocab = logits.shape[-1]
         shift_logits, shift_labels = logits[:, :-1, :].contiguous(), b["labels"][:, 1:].contiguous()
         loss = F.cross_entropy(shift_logits.view(-1, vocab), shift_labels.view(-1), ignore_index=-100)
@@ -574,6 +599,40 @@ def train_losses(kind, family, weights, batch, lr, steps, dtype, source):
 # ---------------------------------------------------------------------------------------------- main
 
 
+def read_case(directory):
+    """(config, family class for it, weights, raw batch arrays, weights path) of a golden directory; exits
+    naming what is wrong when the config asks for a model or activation this file does not implement."""
+    with open(f"{directory}/config.json") as f:
+        config = json.load(f)
+    kind = config.get("model_type")
+    if kind == "bert" and config.get("hidden_act") != "gelu":
+        sys.exit(f"{directory}/config.json: hidden_act {config.get('hidden_act')!r}; this reference implements 'gelu'")
+    if kind == "gpt2" and config.get("activation_function") != "gelu_new":
+        sys.exit(f"{directory}/config.json: activation_function {config.get('activation_function')!r}; "
+                 "this reference implements 'gelu_new'")
+    if kind not in ("bert", "gpt2"):
+        sys.exit(f"{directory}/config.json: model_type {kind!r}; expected 'bert' or 'gpt2'")
+    source = f"{directory}/model.safetensors"
+    weights, _ = read_safetensors(source)
+    batch, _ = read_safetensors(f"{directory}/batch.safetensors")
+    return config, kind, weights, batch, source
+
+
+def golden_outputs(family, weights, batch, dtype, source, adamw_lr, lamb_lr, steps):
+    """Everything the golden file holds, as {name: numpy array}: losses, logits, grad.<ptsim name>, and the
+    AdamW and NVLAMB step losses."""
+    model = family.model(weights, dtype, source)
+    loss, parts, logits = family.forward(model, batch)
+    loss.backward()
+    out = {"loss": np.array([float(loss)])}
+    out.update({n: np.array([float(v)]) for n, v in parts.items()})
+    out.update({n: v.detach().double().numpy() for n, v in logits.items()})
+    out.update({"grad." + n: g for n, g in family.ptsim_grads(model).items()})
+    for opt, lr in (("adamw", adamw_lr), ("lamb", lamb_lr)):
+        out[f"{opt}.losses"] = np.array(train_losses(opt, family, weights, batch, lr, steps, dtype, source))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dir", required=True, help="directory with config.json, model.safetensors, batch.safetensors")
@@ -587,30 +646,10 @@ def main():
     torch.set_num_threads(1)
     dtype = getattr(torch, args.dtype)
 
-    with open(f"{args.dir}/config.json") as f:
-        config = json.load(f)
-    kind = config.get("model_type")
-    if kind == "bert" and config.get("hidden_act") != "gelu":
-        sys.exit(f"{args.dir}/config.json: hidden_act {config.get('hidden_act')!r}; this reference implements 'gelu'")
-    if kind == "gpt2" and config.get("activation_function") != "gelu_new":
-        sys.exit(f"{args.dir}/config.json: activation_function {config.get('activation_function')!r}; "
-                 "this reference implements 'gelu_new'")
-    if kind not in ("bert", "gpt2"):
-        sys.exit(f"{args.dir}/config.json: model_type {kind!r}; expected 'bert' or 'gpt2'")
+    config, kind, weights, raw_batch, source = read_case(args.dir)
     family = Bert(config) if kind == "bert" else Gpt2(config)
-    source = f"{args.dir}/model.safetensors"
-    weights, _ = read_safetensors(source)
-    batch = family.batch(read_safetensors(f"{args.dir}/batch.safetensors")[0])
-
-    model = family.model(weights, dtype, source)
-    loss, parts, logits = family.forward(model, batch)
-    loss.backward()
-    out = {"loss": np.array([float(loss)])}
-    out.update({n: np.array([float(v)]) for n, v in parts.items()})
-    out.update({n: v.detach().double().numpy() for n, v in logits.items()})
-    out.update({"grad." + n: g for n, g in family.ptsim_grads(model).items()})
-    for opt, lr in (("adamw", args.adamw_lr), ("lamb", args.lamb_lr)):
-        out[f"{opt}.losses"] = np.array(train_losses(opt, family, weights, batch, lr, args.steps, dtype, source))
+    batch = family.batch(raw_batch)
+    out = golden_outputs(family, weights, batch, dtype, source, args.adamw_lr, args.lamb_lr, args.steps)
     metadata = {"ptsim_golden": "torch", "model_type": kind, "torch": torch.__version__, "dtype": args.dtype,
                 "adamw_lr": repr(args.adamw_lr), "lamb_lr": repr(args.lamb_lr), "steps": str(args.steps),
                 "command": "tools/torch_reference.py " + " ".join(sys.argv[1:])}

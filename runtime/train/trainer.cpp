@@ -548,6 +548,7 @@ class Trainer {
     const char* name = models::to_string(c_.precision);
     if (c_.precision == models::Precision::fp32) return name;
     if (c_.precision == models::Precision::bf16) return fmt::format("{} (fp32 master weights)", name);
+    if (c_.precision == models::Precision::tf32) return fmt::format("{} (fp32 storage, TF32 tensor-core GEMMs)", name);
     const LossScalerConfig& s = scaler_->config();
     if (!s.dynamic) return fmt::format("{} (fp32 master weights; static loss scale {})", name, s.initial_scale);
     return fmt::format("{} (fp32 master weights; dynamic loss scale {}, ×2 after {} clean steps)", name, scaler_->scale(),

@@ -222,6 +222,8 @@ inline Batch read_batch(const Case& c) {
 
 // The graph's inputs from a batch, as runtime/train/trainer.cpp fills them: positions 0..S-1; BERT: [CLS]
 // rows b·S, masked positions made flat (b·S + pos; unused slots point at the row's own [CLS], label -1).
+// The sizes (B, S, P) are the batch's own (input_ids [B,S], masked_positions [B,P]), so any batch of this
+// layout that fits the graph can be filled (the golden's, or tests/runtime/train/model_steps_check.hpp's).
 inline void fill_inputs(runtime::Executor& ex, const Batch& b) {
   const auto& in = ex.graph().inputs;
   auto copy = [&](int tensor, const std::string& name) {
@@ -230,10 +232,11 @@ inline void fill_inputs(runtime::Executor& ex, const Batch& b) {
       throw std::logic_error("golden batch does not fit the graph: " + name);
     ex.write_tensor<int32_t>(tensor, v);
   };
+  const int64_t batch = b.at("input_ids").shape.at(0), seq = b.at("input_ids").shape.at(1);
   copy(in.input_ids, "input_ids");
-  std::vector<int32_t> position_ids(static_cast<size_t>(kBatch * kSeq));
-  for (int64_t r = 0; r < kBatch; ++r)
-    for (int64_t s = 0; s < kSeq; ++s) position_ids[static_cast<size_t>(r * kSeq + s)] = static_cast<int32_t>(s);
+  std::vector<int32_t> position_ids(static_cast<size_t>(batch * seq));
+  for (int64_t r = 0; r < batch; ++r)
+    for (int64_t s = 0; s < seq; ++s) position_ids[static_cast<size_t>(r * seq + s)] = static_cast<int32_t>(s);
   ex.write_tensor<int32_t>(in.position_ids, position_ids);
   if (in.lm_labels >= 0) copy(in.lm_labels, "lm_labels");
   if (in.masked_positions >= 0) {
@@ -242,18 +245,20 @@ inline void fill_inputs(runtime::Executor& ex, const Batch& b) {
     copy(in.masked_labels, "masked_labels");
     copy(in.nsp_labels, "nsp_labels");
     const std::vector<int32_t>& positions = b.at("masked_positions").values;
-    std::vector<int32_t> cls(static_cast<size_t>(kBatch)), flat(static_cast<size_t>(kBatch * kPredictions));
-    for (int64_t r = 0; r < kBatch; ++r) {
-      cls[static_cast<size_t>(r)] = static_cast<int32_t>(r * kSeq);
-      for (int64_t j = 0; j < kPredictions; ++j) {
-        const size_t at = static_cast<size_t>(r * kPredictions + j);
-        flat[at] = static_cast<int32_t>(r * kSeq + positions[at]);
+    const int64_t predictions = b.at("masked_positions").shape.at(1);
+    std::vector<int32_t> cls(static_cast<size_t>(batch)), flat(static_cast<size_t>(batch * predictions));
+    for (int64_t r = 0; r < batch; ++r) {
+      cls[static_cast<size_t>(r)] = static_cast<int32_t>(r * seq);
+      for (int64_t j = 0; j < predictions; ++j) {
+        const size_t at = static_cast<size_t>(r * predictions + j);
+        flat[at] = static_cast<int32_t>(r * seq + positions[at]);
       }
     }
     ex.write_tensor<int32_t>(in.cls_positions, cls);
     ex.write_tensor<int32_t>(in.masked_positions, flat);
   }
-  ex.write_tensor<float>(in.loss_grad, std::vector<float>{1.0f});
+  if (ex.compute() == runtime::ComputeType::f64) ex.write_tensor<double>(in.loss_grad, std::vector<double>{1.0});
+  else ex.write_tensor<float>(in.loss_grad, std::vector<float>{1.0f});
 }
 
 // ---- the weights ----

@@ -1,0 +1,48 @@
+// tests/runtime/train/test_model_steps_cuda.cpp — whole training steps on the CUDA backend against the CPU
+// backend (model_steps_check.hpp, which derives the tolerances): bert-tiny, a bert-base-shaped model and a
+// GPT-2-tiny, same weights and batch, dropout off; losses, logits, every gradient and 3 steps of AdamW and
+// of LAMB. Precisions: fp32 (cuBLAS CUBLAS_COMPUTE_32F), tf32 (the graph's GEMMs with tf32_math: cuBLAS
+// TF32 tensor cores; the CPU reference computes the same graph in fp32) and bf16 (both backends keep bf16
+// tensors as fp32 rounded after each write, runtime/exec/precision.hpp; bert-base-shaped at fp32 and tf32
+// only, to keep the gpu suite short). Suite gpu; exits 77 without a GPU (tests/support/gpu_doctest_main.cpp).
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/runtime/train/model_steps_check.hpp"
+
+using namespace ptsim;
+using namespace ptsim::test::steps;
+
+namespace {
+
+void check_model(const ModelCase& c, models::Precision precision) {
+  const Side cuda{runtime::BackendKind::cuda, runtime::ComputeType::f32, precision};
+  const Side cpu{runtime::BackendKind::cpu, runtime::ComputeType::f32, precision};
+  const models::TaskGraph g = models::build_task_graph(c.spec, recipe(c, precision, models::OptimizerKind::adamw));
+  const Bounds b = rounding_bounds(g, c, precision);
+  Outcome o;
+  compare_step(run_step(c, cuda), run_step(c, cpu), b, o);
+  for (const models::OptimizerKind k : {models::OptimizerKind::adamw, models::OptimizerKind::lamb})
+    compare_step_losses(models::to_string(k), step_losses(c, cuda, k), step_losses(c, cpu, k), b, o);
+  const std::string what = c.name + " " + models::to_string(precision) + ", CUDA vs CPU";
+  MESSAGE(summary(what, b, o));
+  for (const std::string& f : o.failures) FAIL_CHECK(what << ": " << f);
+}
+
+}  // namespace
+
+TEST_CASE("model steps on CUDA: bert-tiny equals the CPU backend at fp32, tf32 and bf16") {
+  for (const models::Precision p : {models::Precision::fp32, models::Precision::tf32, models::Precision::bf16})
+    check_model(bert_tiny(), p);
+}
+
+TEST_CASE("model steps on CUDA: GPT-2-tiny equals the CPU backend at fp32, tf32 and bf16") {
+  for (const models::Precision p : {models::Precision::fp32, models::Precision::tf32, models::Precision::bf16})
+    check_model(gpt2_tiny(), p);
+}
+
+TEST_CASE("model steps on CUDA: bert-base-shaped equals the CPU backend at fp32 and tf32") {
+  for (const models::Precision p : {models::Precision::fp32, models::Precision::tf32}) check_model(bert_base_shaped(), p);
+}
