@@ -1,7 +1,9 @@
 // runtime/exec/cpu_fused_attention.hpp — the CPU backend's fused attention (OpKind::fused_attention and
 // its backward): FlashAttention-2's tiled online softmax, so no [S, S] scores tensor exists — each thread
-// holds one query tile × key tile of scores at a time. Work is split over the B·nh independent problems
-// (cpu_parallel.hpp's fixed chunks: one problem each), so results do not depend on the thread count.
+// holds one query tile × key tile of scores at a time. The tile products run on the backend's GEMM engine
+// (cpu_gemm.hpp): with OpenBLAS the B·nh independent problems run in turn and OpenBLAS threads each product;
+// with Eigen they are split over `threads` threads (cpu_parallel.hpp's fixed chunks, one problem each).
+// Either way an element's summation order does not depend on the thread count.
 // Formulas: math/attention_math.hpp (shared with the CUDA kernels); what the op is: attention_problem.hpp.
 #pragma once
 #include <cstdint>
