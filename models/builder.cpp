@@ -271,6 +271,9 @@ class ForwardBuilder {
     fa.cols = S_;
     fa.causal = causal;
     fa.dropout_p = r_.include_dropout ? m_.attention_dropout : 0;
+    // The stream the unfused path's attention dropout takes at this point (dropout()), so the fused kernel
+    // draws the same mask at the same [B·nh, S, S] element index and both paths train identically.
+    if (fa.dropout_p > 0) fa.rng_stream = ++rng_streams_;
     std::vector<int> inputs = {qh, kh, vh};
     if (!causal) inputs.push_back(g_.inputs.attention_mask);
     int context = act(prefix + ".fused_attention", {bh, S_, d_}, layer);

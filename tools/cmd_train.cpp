@@ -152,6 +152,8 @@ int run_train_command(int argc, char** argv) {
   app.add_option("--progress-every", c.progress_every, "progress line every N steps (0: none)")->capture_default_str();
   app.add_flag("--no-dropout", no_dropout, "build the graph without dropout (exact comparisons)");
   app.add_flag("--no-clipping", no_clipping, "no global-norm gradient clipping");
+  app.add_flag("--fused-attention", c.fused_attention,
+               "attention as one fused kernel per layer (online softmax, no S×S scores kept; docs/executor.md)");
   app.add_option("--bucket-mib", c.bucket_mib, "data parallel: gradient all-reduce bucket size in MiB")
       ->capture_default_str();
   app.add_flag("--no-comm-overlap", no_comm_overlap,

@@ -19,6 +19,7 @@
 
 #include "core/error.hpp"
 #include "runtime/exec/cpu_device.hpp"
+#include "runtime/exec/cpu_fused_attention.hpp"  // defines: run_fused_attention_op
 #include "runtime/exec/cpu_gemm.hpp"  // defines: gemm_run, batched_gemm_run
 #include "runtime/exec/math/activation_math.hpp"  // the per-element maths shared with the CUDA kernels
 #include "runtime/exec/math/norm_math.hpp"
@@ -513,6 +514,10 @@ class CpuBackend final : public cpu::CpuDevice {
                                        a.valid_classes);
         break;
       }
+      case OpKind::fused_attention:           // q, k, v, (mask) → context, lse
+      case OpKind::fused_attention_backward:  // dcontext, q, k, v, context, lse, (mask) → dq, dk, dv
+        cpu::run_fused_attention_op<T>(g, op, in, out, context, threads());
+        break;
       default:
         throw std::invalid_argument(
             fmt::format("the CPU backend does not run op kind {} ({})", models::to_string(op.kind), op.name));

@@ -293,6 +293,7 @@ class Trainer {
     recipe.data_parallel = world_;
     recipe.max_predictions = dataset_->max_predictions();
     recipe.include_dropout = c_.dropout;
+    recipe.fused_attention = c_.fused_attention;  // same maths, no S×S tensors (docs/executor.md)
     recipe.gradient_clipping = c_.clipping;
     recipe.bucket_bytes = c_.bucket_mib * 1024 * 1024;  // sums are elementwise: the size changes no result
     graph_ = std::make_unique<models::TaskGraph>(models::build_task_graph(model, recipe));

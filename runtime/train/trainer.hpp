@@ -36,6 +36,7 @@ struct TrainConfig {
   double warmup = 0.1;                  // fraction of `steps` spent warming up
   LrScheduleKind schedule = LrScheduleKind::poly_warmup;
   bool dropout = true;                  // false: graph built without dropout ops (DP equality tests)
+  bool fused_attention = false;         // the graph's attention as one fused_attention op (recipe.fused_attention)
   bool clipping = true;                 // global-norm clipping (LAMB/AdamW)
   bool shuffle = true;                  // per-epoch permutation of the instances
   uint64_t seed = 1234;                 // parameter init, dropout streams (seed, step, micro_step), data order

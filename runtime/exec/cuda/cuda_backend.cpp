@@ -1,7 +1,7 @@
 // runtime/exec/cuda/cuda_backend.cpp — CudaBackend: maps each TaskGraph op onto this folder's kernels
 // (the shapes and attributes read exactly as CpuBackend reads them, cpu_backend.cpp), and
 // make_cuda_backend. f32 only. Every launch is checked; bad ids/labels surface at the next synchronising
-// call (device_error.hpp). fused_attention has no kernel yet (std::invalid_argument, as the CPU).
+// call (device_error.hpp). The fused attention: fused_attention.cu (attention.hpp).
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -9,6 +9,8 @@
 
 #include "core/error.hpp"
 #include "runtime/comm/local_device.hpp"
+#include "runtime/exec/attention_problem.hpp"  // defines: attention_problem, attention_mask_input
+#include "runtime/exec/cuda/attention.hpp"
 #include "runtime/exec/cuda/cuda_backend.hpp"
 #include "runtime/exec/cuda/cuda_check.hpp"
 #include "runtime/exec/cuda/cuda_device.hpp"
@@ -178,10 +180,37 @@ class CudaBackend final : public cuda::CudaDevice {
                                             device_error(), s);
         break;
       }
+      case OpKind::fused_attention:           // q, k, v, (mask) → context, lse
+      case OpKind::fused_attention_backward:  // dcontext, q, k, v, context, lse, (mask) → dq, dk, dv
+        fused_attention(g, op, in, out, context);
+        break;
       default:
         throw std::invalid_argument(
             fmt::format("the CUDA backend does not run op kind {} ({})", models::to_string(op.kind), op.name));
     }
+  }
+
+  void fused_attention(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
+                       const OpContext& context) {
+    const AttentionProblem p = attention_problem(g, op, context);
+    cuda::FusedAttentionArgs a;
+    a.batch_heads = p.batch_heads;
+    a.seq = p.seq;
+    a.head_dim = p.head_dim;
+    a.heads = p.heads;
+    a.scale = p.scale;
+    a.causal = p.causal;
+    a.keep = p.has_mask ? static_cast<const int32_t*>(in[attention_mask_input(op)]) : nullptr;
+    a.dropout_p = p.dropout_p;
+    a.dropout_key = p.dropout_key;
+    auto x = [&](size_t i) { return static_cast<const float*>(in[i]); };
+    auto y = [&](size_t i) { return static_cast<float*>(out[i]); };
+    if (op.kind == OpKind::fused_attention) {
+      cuda::launch_fused_attention_forward(y(0), y(1), x(0), x(1), x(2), a, compute_stream());
+      return;
+    }
+    cuda::launch_fused_attention_backward(y(0), y(1), y(2), x(0), x(1), x(2), x(3), x(4), x(5), a,
+                                          scratch(cuda::fused_attention_backward_scratch_bytes(a)), compute_stream());
   }
 
   // dst[index[m]] += src[m] (rows of H), deterministically (row_segments.cu).

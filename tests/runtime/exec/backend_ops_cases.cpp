@@ -342,6 +342,7 @@ std::vector<Case> all_cases() {
   add_layernorm(cases);
   add_softmax(cases);
   add_cross_entropy(cases);
+  add_fused_attention(cases);
   return cases;
 }
 

@@ -77,6 +77,14 @@ class CaseBuilder {
     for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(value(static_cast<int64_t>(i)));
     return id;
   }
+  // A float tensor holding `values` (each rounded to the nearest float), e.g. a forward's outputs that a
+  // backward case reads.
+  int given(const std::string& name, std::vector<int64_t> shape, const std::vector<double>& values) {
+    const int id = add(name, std::move(shape), DType::f32, TensorRole::activation);
+    auto& v = case_.values[static_cast<size_t>(id)];
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(values.at(i));
+    return id;
+  }
   // An output the op overwrites: filled with NaN, so an element the kernel forgets shows up.
   int output(const std::string& name, std::vector<int64_t> shape, DType dtype = DType::f32) {
     const int id = add(name, std::move(shape), dtype, TensorRole::activation);
@@ -93,6 +101,8 @@ class CaseBuilder {
     return id;
   }
   std::mt19937_64& rng() { return rng_; }
+  // The values so far, by tensor id (e.g. to compute a forward a backward case reads).
+  const std::vector<std::vector<double>>& values() const { return case_.values; }
 
   Case finish(OpKind kind, std::vector<int> inputs, std::vector<int> outputs, models::OpAttrs attrs,
               std::vector<Tolerance> tolerances) {
@@ -129,5 +139,7 @@ inline Tolerance sum_bound(double c) { return {c, Scale::abs_run, {}}; }
 
 // Every case of the harness.
 std::vector<Case> all_cases();
+// The fused attention's cases (backend_ops_attention_cases.cpp).
+void add_fused_attention(std::vector<Case>& out);
 
 }  // namespace ptsim::test::backend_ops

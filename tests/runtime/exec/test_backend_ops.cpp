@@ -235,13 +235,14 @@ int main(int argc, char** argv) {
     }
     fmt::print("test_backend_ops: {} cases over {} op kinds, {} failing outputs\n", cases.size(), kinds.size(),
                failures);
-    // Every op kind the backends run (models::OpKind's body ops but the fused attention, which neither runs).
+    // Every op kind the backends run (models::OpKind's body ops).
     const OpKind body_kinds[] = {
         OpKind::embedding, OpKind::embedding_backward, OpKind::gemm, OpKind::batched_gemm, OpKind::bias_grad,
         OpKind::add, OpKind::layernorm, OpKind::layernorm_backward, OpKind::softmax, OpKind::softmax_backward,
         OpKind::dropout, OpKind::dropout_backward, OpKind::gelu, OpKind::gelu_backward, OpKind::tanh,
         OpKind::tanh_backward, OpKind::split_heads, OpKind::merge_heads, OpKind::gather_rows,
-        OpKind::gather_rows_backward, OpKind::cross_entropy, OpKind::cross_entropy_backward};
+        OpKind::gather_rows_backward, OpKind::cross_entropy, OpKind::cross_entropy_backward,
+        OpKind::fused_attention, OpKind::fused_attention_backward};
     for (OpKind k : body_kinds)
       if (std::find(kinds.begin(), kinds.end(), models::to_string(k)) == kinds.end()) {
         fmt::print("test_backend_ops: no case runs op kind {}\n", models::to_string(k));

@@ -1,0 +1,59 @@
+// tests/runtime/train/test_train_fused_attention.cpp — `ptsim train --fused-attention` runs the graph with
+// one fused_attention op per layer (runtime/exec/cpu_fused_attention.cpp) and trains as the unfused graph:
+// 3 bert-tiny steps (L=2, H=128, A=2: head dim 64) on the test corpus (seq 32), with dropout off and on
+// (the fused kernel draws the unfused dropout op's mask: same stream, same element index).
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "tests/runtime/train/train_test_support.hpp"
+
+using namespace ptsim::test;
+
+namespace {
+
+const TinySetup& setup() {
+  static const TinySetup s = make_tiny_setup("fused_attention");
+  return s;
+}
+
+std::vector<MetricsLine> train_losses(const std::string& name, const std::string& extra) {
+  const TinySetup& s = setup();
+  const fs::path dir = fresh_dir(name);
+  const auto r = run_ptsim("train --model bert-tiny --data " + quote(s.data) + " --threads 1 --quiet --steps 3 " +
+                           "--micro-batch 4 --lr 1e-2 --metrics " + quote(dir / "m.jsonl") + " " + extra);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  return read_metrics(dir / "m.jsonl");
+}
+
+// The two graphs differ only in the order of floating-point operations inside attention (online softmax
+// over key tiles vs one softmax pass; Eigen tile products vs the batched GEMMs): each op's f32 results agree
+// to a few u = 2^-24 ≈ 6e-8 relative (tests/runtime/exec/test_fused_attention.cpp, the backend-ops
+// harness), and 3 small-LR steps do not amplify that much. Allowed: 1e-6 relative, ~16 ulp of f32 at a
+// loss of ~6.7 (measured: the two runs' f32 losses are bitwise equal, dropout off and on). A wrong dropout
+// stream in the fused op (tried by hand: rng_stream + 1000 in models/builder.cpp) moved the step-1 loss by
+// 6.6e-5 relative, 66× the allowance.
+constexpr double kLossTolerance = 1e-6;
+
+void check_same_losses(const std::string& extra) {
+  const auto unfused = train_losses("unfused", extra);
+  const auto fused = train_losses("fused", extra + " --fused-attention");
+  REQUIRE(unfused.size() == 3);
+  REQUIRE(fused.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    const double a = unfused[i].loss, b = fused[i].loss;
+    CHECK_MESSAGE(std::abs(a - b) <= kLossTolerance * std::abs(a),
+                  "step " << i + 1 << ": unfused " << a << ", fused " << b << " (" << extra << ")");
+  }
+  CHECK(unfused[2].loss != unfused[0].loss);  // the steps moved the weights: a real comparison
+}
+
+}  // namespace
+
+TEST_CASE("train --fused-attention: 3 bert-tiny steps match the unfused graph, dropout off") {
+  check_same_losses("--no-dropout");
+}
+
+TEST_CASE("train --fused-attention: 3 bert-tiny steps match the unfused graph, dropout on") {
+  check_same_losses("");
+}
