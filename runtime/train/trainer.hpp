@@ -36,6 +36,10 @@ struct TrainConfig {
   double warmup = 0.1;                  // fraction of `steps` spent warming up
   LrScheduleKind schedule = LrScheduleKind::poly_warmup;
   bool dropout = true;                  // false: graph built without dropout ops (DP equality tests)
+  // The fused dropout ops (recipe.fused_softmax_dropout / fused_bias_dropout_residual; docs/executor.md,
+  // "Fused dropout ops"): the same masks as the unfused graph, fewer passes.
+  bool fused_softmax_dropout = false;
+  bool fused_bias_dropout_residual = false;
   bool clipping = true;                 // global-norm clipping (LAMB/AdamW)
   bool shuffle = true;                  // per-epoch permutation of the instances
   uint64_t seed = 1234;                 // parameter init, dropout streams (seed, step, micro_step), data order
