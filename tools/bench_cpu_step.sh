@@ -15,7 +15,7 @@
 # Usage: tools/bench_cpu_step.sh [WORKDIR]   (default data/bench)
 #   env: THREADS (2), REPEATS (3), STEPS (tiny 5, base 3), SHAPES ("tiny base"), PTSIM (build/tools/ptsim),
 #        PYTHON (/usr/bin/python3), SAME_KERNELS (1; 0 skips the second PyTorch run), FUSED (1; 0 skips the
-#        fused ptsim run)
+#        fused ptsim run), TORCH (1; 0 runs ptsim only: the fused/unfused comparison on a busy machine)
 # Needs: a built ptsim (tools/bootstrap.sh), the demo corpus (tools/make_corpus.sh: bible-kjv, bible-kjv-text)
 # and PyTorch with an optimised BLAS: apt-get install python3-torch python3-numpy libopenblas0-pthread
 # (without OpenBLAS, Debian's torch uses the reference BLAS, ~9x slower: not a fair baseline).
@@ -29,6 +29,7 @@ repeats="${REPEATS:-3}"
 shapes="${SHAPES:-tiny base}"
 same_kernels="${SAME_KERNELS:-1}"
 fused="${FUSED:-1}"
+torch="${TORCH:-1}"
 # The kernel family cpu_gemm.cpp names for this CPU (same rule: AVX-512 F/BW/DQ/VL, else AVX2 + FMA).
 flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true) "
 coretype=""
@@ -42,7 +43,7 @@ if [ ! -x "$ptsim" ]; then
   echo "bench_cpu_step: no ptsim at $ptsim (tools/bootstrap.sh builds it; or set PTSIM=...)" >&2
   exit 2
 fi
-if ! "$python" -c "import torch" 2>/dev/null; then
+if [ "$torch" = 1 ] && ! "$python" -c "import torch" 2>/dev/null; then
   echo "bench_cpu_step: $python cannot import torch: apt-get install python3-torch python3-numpy libopenblas0-pthread" >&2
   exit 2
 fi
@@ -89,10 +90,13 @@ results="$work/bench_results.txt"
 : >"$results"
 for r in $(seq 1 "$repeats"); do
   for shape in $shapes; do
-    p=$(run_ptsim "$shape"); pf=-1
-    [ "$fused" = 1 ] && pf=$(run_ptsim "$shape" fused)
-    t=$(run_torch "$shape"); t2=-1
-    [ "$same_kernels" = 1 ] && t2=$(run_torch "$shape" "$coretype")
+    pf=-1  # unfused and fused alternate which runs first, so a load that drifts within a round cancels
+    if [ "$fused" = 1 ] && [ $((r % 2)) = 0 ]; then pf=$(run_ptsim "$shape" fused); fi
+    p=$(run_ptsim "$shape")
+    if [ "$fused" = 1 ] && [ $((r % 2)) = 1 ]; then pf=$(run_ptsim "$shape" fused); fi
+    t=-1; t2=-1
+    [ "$torch" = 1 ] && t=$(run_torch "$shape")
+    [ "$torch" = 1 ] && [ "$same_kernels" = 1 ] && t2=$(run_torch "$shape" "$coretype")
     echo "$shape $p $t $t2 $pf" >>"$results"
     echo "bench_cpu_step: run $r/$repeats $shape: ptsim $p s, fused $pf s, torch $t s, torch ($coretype kernels) $t2 s" >&2
   done
@@ -114,7 +118,8 @@ print("|---|---:|---:|---:|---:|---:|---:|")
 for s in shapes:
     p, t, t2, _ = (statistics.median(v) for v in runs[s])
     same = f"{t2:.3f} | {t2 / p:.2f}x" if t2 > 0 else "— | —"
-    print(f"| {names[s][0]} | {names[s][1]} | {p:.3f} | {t:.3f} | {t / p:.2f}x | {same} |")
+    plain = f"{t:.3f} | {t / p:.2f}x" if t > 0 else "— | —"
+    print(f"| {names[s][0]} | {names[s][1]} | {p:.3f} | {plain} | {same} |")
 if all(v > 0 for s in shapes for v in runs[s][3]):
     print("\nptsim with the fused dropout ops (--fuse-softmax-dropout --fuse-bias-dropout-residual), same rounds:\n")
     print(f"| shape | unfused s/step | fused s/step | fused speed vs unfused | fused vs PyTorch | fused vs PyTorch, {core} kernels | per-round fused/unfused |")
@@ -123,7 +128,8 @@ if all(v > 0 for s in shapes for v in runs[s][3]):
         p, t, t2, pf = (statistics.median(v) for v in runs[s])
         rounds = ", ".join(f"{a / b:.3f}" for a, b in zip(runs[s][0], runs[s][3]))
         same = f"{t2 / pf:.2f}x" if t2 > 0 else "—"
-        print(f"| {names[s][0]} | {p:.3f} | {pf:.3f} | {p / pf:.3f}x | {t / pf:.2f}x | {same} | {rounds} |")
+        plain = f"{t / pf:.2f}x" if t > 0 else "—"
+        print(f"| {names[s][0]} | {p:.3f} | {pf:.3f} | {p / pf:.3f}x | {plain} | {same} | {rounds} |")
 for s in shapes + [f"fused_{s}" for s in shapes if runs[s][3][-1] > 0]:
     doc = json.load(open(f"{work}/op_times_{s}.json"))
     by_kind = collections.Counter()
