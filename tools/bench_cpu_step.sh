@@ -122,7 +122,7 @@ for s in shapes:
     print(f"| {names[s][0]} | {names[s][1]} | {p:.3f} | {plain} | {same} |")
 if all(v > 0 for s in shapes for v in runs[s][3]):
     print("\nptsim with the fused dropout ops (--fuse-softmax-dropout --fuse-bias-dropout-residual), same rounds:\n")
-    print(f"| shape | unfused s/step | fused s/step | fused speed vs unfused | fused vs PyTorch | fused vs PyTorch, {core} kernels | per-round fused/unfused |")
+    print(f"| shape | unfused s/step | fused s/step | fused speed vs unfused | fused vs PyTorch | fused vs PyTorch, {core} kernels | per round: unfused s / fused s |")
     print("|---|---:|---:|---:|---:|---:|---|")
     for s in shapes:
         p, t, t2, pf = (statistics.median(v) for v in runs[s])
