@@ -151,6 +151,10 @@ int run_train_command(int argc, char** argv) {
   app.add_option("--op-times", c.op_times_path, "per-op measured seconds per step (ptsim.op_times.v1 JSON)");
   app.add_option("--progress-every", c.progress_every, "progress line every N steps (0: none)")->capture_default_str();
   app.add_flag("--no-dropout", no_dropout, "build the graph without dropout (exact comparisons)");
+  app.add_flag("--fuse-softmax-dropout", c.fused_softmax_dropout,
+               "attention's softmax and its dropout as one op (recipe.fused_softmax_dropout; same masks)");
+  app.add_flag("--fuse-bias-dropout-residual", c.fused_bias_dropout_residual,
+               "each sublayer's output bias, dropout and residual add as one op (recipe.fused_bias_dropout_residual)");
   app.add_flag("--no-clipping", no_clipping, "no global-norm gradient clipping");
   app.add_flag("--fused-attention", c.fused_attention,
                "attention as one fused kernel per layer (online softmax, no S×S scores kept; docs/executor.md)");
@@ -182,6 +186,9 @@ int run_train_command(int argc, char** argv) {
         fmt::format("ptsim train: --loss-scale-window must be an integer >= 1, got {}", c.loss_scale_window));
   c.schedule = parse_schedule(schedule);
   c.dropout = !no_dropout;
+  if (c.fused_softmax_dropout && no_dropout)
+    throw core::InputError("ptsim train: --fuse-softmax-dropout fuses attention's dropout into its softmax; with "
+                           "--no-dropout there is no dropout to fuse (drop one of the two flags)");
   c.clipping = !no_clipping;
   c.shuffle = !no_shuffle;
 

@@ -20,6 +20,7 @@
 #include "core/error.hpp"
 #include "runtime/exec/cpu_device.hpp"
 #include "runtime/exec/cpu_fused_attention.hpp"  // defines: run_fused_attention_op
+#include "runtime/exec/cpu_fused_dropout.hpp"  // softmax_dropout, bias_dropout_residual
 #include "runtime/exec/cpu_gemm.hpp"  // defines: gemm_run, batched_gemm_run
 #include "runtime/exec/math/activation_math.hpp"  // the per-element maths shared with the CUDA kernels
 #include "runtime/exec/math/norm_math.hpp"
@@ -478,6 +479,37 @@ class CpuBackend final : public cpu::CpuDevice {
         cpu::dropout_backward<T>(y(0), x(0), static_cast<const uint8_t*>(in[1]), elements(g, op.inputs[0]),
                                  a.dropout_p);
         break;
+      case OpKind::softmax_dropout: {  // scores, (mask (B,S)) → dropped, probs, mask (u8)
+        const int64_t cols = last_dim(g, op.inputs[0]);
+        cpu::SoftmaxMask mask;
+        mask.keep = in.size() > 1 ? ids(1) : nullptr;
+        mask.heads = a.heads > 0 ? a.heads : 1;
+        mask.seq = a.seq > 0 ? a.seq : cols;
+        mask.causal = a.causal;
+        const uint64_t key = cpu::dropout_key(context.seed, context.step, context.micro_step, a.rng_stream);
+        cpu::softmax_dropout_forward<T>(y(0), y(1), static_cast<uint8_t*>(out[2]), x(0),
+                                        elements(g, op.inputs[0]) / cols, cols, mask, a.dropout_p, key);
+        break;
+      }
+      case OpKind::softmax_dropout_backward: {  // ddropped, probs, mask → dscores
+        const int64_t cols = last_dim(g, op.inputs[1]);
+        cpu::softmax_dropout_backward<T>(y(0), x(0), x(1), static_cast<const uint8_t*>(in[2]),
+                                         elements(g, op.inputs[1]) / cols, cols, a.dropout_p);
+        break;
+      }
+      case OpKind::bias_dropout_residual: {  // y (M,N), bias (N), residual → out, (mask u8)
+        const int64_t N = last_dim(g, op.inputs[0]);
+        const uint64_t key = cpu::dropout_key(context.seed, context.step, context.micro_step, a.rng_stream);
+        cpu::bias_dropout_residual_forward<T>(y(0), out.size() > 1 ? static_cast<uint8_t*>(out[1]) : nullptr, x(0),
+                                              x(1), x(2), elements(g, op.inputs[0]) / N, N, a.dropout_p, key);
+        break;
+      }
+      case OpKind::bias_dropout_residual_backward: {  // dout, (mask) → dy, dbias +=
+        const int64_t N = last_dim(g, op.inputs[0]);
+        cpu::bias_dropout_residual_backward<T>(y(0), y(1), x(0), in.size() > 1 ? static_cast<const uint8_t*>(in[1]) : nullptr,
+                                               elements(g, op.inputs[0]) / N, N, a.dropout_p);
+        break;
+      }
       case OpKind::gelu: cpu::gelu_forward<T>(y(0), x(0), elements(g, op.inputs[0]), a.gelu_tanh); break;
       case OpKind::gelu_backward:
         cpu::gelu_backward<T>(y(0), x(0), x(1), elements(g, op.inputs[0]), a.gelu_tanh);

@@ -173,6 +173,8 @@ Json run_identity(const TrainConfig& c, const models::TaskGraph& g, uint64_t voc
           {"optimizer", models::to_string(c.optimizer)},
           {"precision", models::to_string(c.precision)},
           {"dropout", c.dropout},
+          {"fused_softmax_dropout", c.fused_softmax_dropout},
+          {"fused_bias_dropout_residual", c.fused_bias_dropout_residual},
           {"clipping", c.clipping},
           {"shuffle", c.shuffle},
           {"seed", c.seed}};
@@ -294,6 +296,8 @@ class Trainer {
     recipe.max_predictions = dataset_->max_predictions();
     recipe.include_dropout = c_.dropout;
     recipe.fused_attention = c_.fused_attention;  // same maths, no S×S tensors (docs/executor.md)
+    recipe.fused_softmax_dropout = c_.fused_softmax_dropout;
+    recipe.fused_bias_dropout_residual = c_.fused_bias_dropout_residual;
     recipe.gradient_clipping = c_.clipping;
     recipe.bucket_bytes = c_.bucket_mib * 1024 * 1024;  // sums are elementwise: the size changes no result
     graph_ = std::make_unique<models::TaskGraph>(models::build_task_graph(model, recipe));
@@ -396,6 +400,9 @@ class Trainer {
     // Checkpoints written before --precision existed ran fp32 without loss scaling: read them as such.
     Json saved = field("run");
     if (saved.is_object() && !saved.contains("precision")) saved["precision"] = "fp32";
+    // ... and those written before the fused dropout flags ran the unfused graph.
+    for (const char* fused : {"fused_softmax_dropout", "fused_bias_dropout_residual"})
+      if (saved.is_object() && !saved.contains(fused)) saved[fused] = false;
     for (auto it = expected.begin(); it != expected.end(); ++it) {
       if (!saved.contains(it.key()) || saved.at(it.key()) != it.value())
         throw InputError(fmt::format(

@@ -37,6 +37,10 @@ struct TrainConfig {
   LrScheduleKind schedule = LrScheduleKind::poly_warmup;
   bool dropout = true;                  // false: graph built without dropout ops (DP equality tests)
   bool fused_attention = false;         // the graph's attention as one fused_attention op (recipe.fused_attention)
+  // The fused dropout ops (recipe.fused_softmax_dropout / fused_bias_dropout_residual; docs/executor.md,
+  // "Fused dropout ops"): the same masks as the unfused graph, fewer passes.
+  bool fused_softmax_dropout = false;
+  bool fused_bias_dropout_residual = false;
   bool clipping = true;                 // global-norm clipping (LAMB/AdamW)
   bool shuffle = true;                  // per-epoch permutation of the instances
   uint64_t seed = 1234;                 // parameter init, dropout streams (seed, step, micro_step), data order

@@ -15,6 +15,7 @@
 #include "runtime/exec/cuda/cuda_check.hpp"
 #include "runtime/exec/cuda/cuda_device.hpp"
 #include "runtime/exec/cuda/elementwise.hpp"
+#include "runtime/exec/cuda/fused_dropout.hpp"
 #include "runtime/exec/cuda/gather.hpp"
 #include "runtime/exec/cuda/gemm.hpp"
 #include "runtime/exec/cuda/optimizer.hpp"
@@ -141,6 +142,36 @@ class CudaBackend final : public cuda::CudaDevice {
         cuda::launch_dropout_backward(y(0), x(0), static_cast<const uint8_t*>(in[1]), elements(g, op.inputs[0]),
                                       a.dropout_p, s);
         break;
+      case OpKind::softmax_dropout: {  // scores, (mask (B,S)) → dropped, probs, mask (u8)
+        const int64_t cols = last_dim(g, op.inputs[0]);
+        const uint64_t key = dropout_key(context.seed, context.step, context.micro_step, a.rng_stream);
+        cuda::launch_softmax_dropout_forward(y(0), y(1), static_cast<uint8_t*>(out[2]), x(0),
+                                             elements(g, op.inputs[0]) / cols, cols, in.size() > 1 ? ids(1) : nullptr,
+                                             a.heads > 0 ? a.heads : 1, a.seq > 0 ? a.seq : cols, a.causal,
+                                             a.dropout_p, key, s);
+        break;
+      }
+      case OpKind::softmax_dropout_backward: {  // ddropped, probs, mask → dscores
+        const int64_t cols = last_dim(g, op.inputs[1]);
+        cuda::launch_softmax_dropout_backward(y(0), x(0), x(1), static_cast<const uint8_t*>(in[2]),
+                                              elements(g, op.inputs[1]) / cols, cols, a.dropout_p, s);
+        break;
+      }
+      case OpKind::bias_dropout_residual: {  // y (M,N), bias (N), residual → out, (mask u8)
+        const int64_t N = last_dim(g, op.inputs[0]);
+        const uint64_t key = dropout_key(context.seed, context.step, context.micro_step, a.rng_stream);
+        cuda::launch_bias_dropout_residual_forward(y(0), out.size() > 1 ? static_cast<uint8_t*>(out[1]) : nullptr,
+                                                   x(0), x(1), x(2), elements(g, op.inputs[0]) / N, N, a.dropout_p,
+                                                   key, s);
+        break;
+      }
+      case OpKind::bias_dropout_residual_backward: {  // dout, (mask) → dy, dbias +=
+        const int64_t N = last_dim(g, op.inputs[0]), M = elements(g, op.inputs[0]) / N;
+        cuda::launch_bias_dropout_residual_backward(
+            y(0), y(1), x(0), in.size() > 1 ? static_cast<const uint8_t*>(in[1]) : nullptr, M, N, a.dropout_p,
+            scratch(cuda::bias_dropout_residual_backward_scratch_bytes(M, N)), s);
+        break;
+      }
       case OpKind::gelu: cuda::launch_gelu_forward(y(0), x(0), elements(g, op.inputs[0]), a.gelu_tanh, s); break;
       case OpKind::gelu_backward:
         cuda::launch_gelu_backward(y(0), x(0), x(1), elements(g, op.inputs[0]), a.gelu_tanh, s);

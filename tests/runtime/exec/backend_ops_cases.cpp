@@ -331,6 +331,107 @@ void add_cross_entropy(std::vector<Case>& out) {
     }
 }
 
+// The fused dropout ops (softmax_dropout, bias_dropout_residual): their masks bit for bit (c = 0, the
+// shared hash at the unfused op's indices); values as the unfused ops' bounds composed.
+// softmax_dropout: probs as softmax (c = S + 8 normwise); dropped = probs·scale adds the scale's and the
+// product's roundings (c = S + 10) on S = scale·max|probs| (the kept elements' bound; max|dropped| would be
+// smaller when the largest probability is dropped). Backward: softmax_backward's bound plus the dropout
+// product's rounding in each dp (c = S + 6) on max_j p_j·(|dp_j| + Σ_k |dp_k·p_k|), dp = ddropped·mask·scale.
+void add_softmax_dropout(std::vector<Case>& out) {
+  for (int64_t S : kSeqs)
+    for (double p : {0.1, 1.0}) {
+      if (p >= 1.0 && S != 7) continue;
+      const int64_t B = 2, nh = 3, rows = B * nh * S;
+      const double scale = p >= 1.0 ? 0.0 : 1.0 / (1.0 - p);
+      models::OpAttrs a;
+      a.batch = B;
+      a.heads = nh;
+      a.seq = S;
+      a.causal = S == 7;
+      a.dropout_p = p;
+      a.rng_stream = 9;
+      {
+        CaseBuilder b(fmt::format("softmax_dropout B={} nh={} S={} causal={} p={} padded", B, nh, S, a.causal, p),
+                      next_seed());
+        const int scores = b.normal("scores", {B * nh, S, S}, 3.0);
+        const int mask = b.integers("mask", {B, S}, [&](int64_t i) { return i / S == 0 || i % S < S - S / 3; });
+        const int dropped = b.output("dropped", {B * nh, S, S});
+        const int probs = b.output("probs", {B * nh, S, S});
+        const int keep = b.output("keep", {B * nh, S, S}, DType::u8);
+        Tolerance dropped_tol{double(S + 10), Scale::custom, [=](const Values&, const Values& ref) {
+                                double m = 0;
+                                for (double v : ref[1]) m = std::max(m, std::abs(v));
+                                return scale * m;
+                              }};
+        out.push_back(b.finish(OpKind::softmax_dropout, {scores, mask}, {dropped, probs, keep}, a,
+                               {dropped_tol, normwise(double(S + 8)), exact()}));
+      }
+      if (p >= 1.0) continue;
+      CaseBuilder b(fmt::format("softmax_dropout_backward rows={} S={} p={}", rows, S, p), next_seed());
+      const int ddropped = b.normal("ddropped", {B * nh, S, S});
+      const int probs = b.uniform("probs", {B * nh, S, S}, 0.0, 1.0);
+      const int keep = b.integers("keep", {B * nh, S, S}, [](int64_t i) { return (i * 2654435761u >> 7) % 5 != 0; },
+                                  DType::u8);
+      const int ds = b.output("dscores", {B * nh, S, S});
+      Tolerance t{double(S + 6), Scale::custom, [=](const Values& v, const Values&) {
+                    double worst = 0;
+                    auto dp = [&](int64_t i) { return v[keep][i] != 0 ? v[ddropped][i] * scale : 0.0; };
+                    for (int64_t r = 0; r < rows; ++r) {
+                      double dot = 0;
+                      for (int64_t j = 0; j < S; ++j) dot += std::abs(dp(r * S + j) * v[probs][r * S + j]);
+                      for (int64_t j = 0; j < S; ++j)
+                        worst = std::max(worst, v[probs][r * S + j] * (std::abs(dp(r * S + j)) + dot));
+                    }
+                    return worst;
+                  }};
+      out.push_back(b.finish(OpKind::softmax_dropout_backward, {ddropped, probs, keep}, {ds}, a, {t}));
+    }
+}
+
+// bias_dropout_residual: out = r + (y + b)·scale: the bias add, the scale, the product and the residual add,
+// c = 4 on Σ|terms| (abs run: |r| + (|y| + |b|)·scale); with p = 1 everything is dropped (out = r exactly
+// within the same bound), without dropout no mask output. Backward: dy = dout·scale (c = 2, abs run);
+// dbias += M-row column sums of dy: γ_{M+1} plus dy's two roundings, c = M + 3 on Σ|terms| (abs run).
+void add_bias_dropout_residual(std::vector<Case>& out) {
+  const int64_t N = 19;
+  for (int64_t M : kSeqs)
+    for (double p : {0.1, 1.0, 0.0}) {
+      if (p >= 1.0 && M != 7) continue;
+      const bool dropout = p > 0;
+      models::OpAttrs a;
+      a.rows = M;
+      a.cols = N;
+      a.dropout_p = p;
+      a.rng_stream = dropout ? 4 : 0;
+      {
+        CaseBuilder b(fmt::format("bias_dropout_residual M={} N={} p={}{}", M, N, p, dropout ? "" : " (no mask)"),
+                      next_seed());
+        const int y = b.normal("y", {M, N});
+        const int bias = b.normal("bias", {N}, 0.5);
+        const int residual = b.normal("residual", {M, N});
+        std::vector<int> outputs = {b.output("out", {M, N})};
+        std::vector<Tolerance> tolerances = {sum_bound(4)};
+        if (dropout) {
+          outputs.push_back(b.output("mask", {M, N}, DType::u8));
+          tolerances.push_back(exact());
+        }
+        out.push_back(b.finish(OpKind::bias_dropout_residual, {y, bias, residual}, outputs, a, tolerances));
+      }
+      if (p >= 1.0) continue;
+      CaseBuilder b(fmt::format("bias_dropout_residual_backward M={} N={} p={}{}", M, N, p,
+                                dropout ? "" : " (no mask)"),
+                    next_seed());
+      std::vector<int> inputs = {b.normal("dout", {M, N})};
+      if (dropout)
+        inputs.push_back(b.integers("mask", {M, N}, [](int64_t i) { return (i * 2654435761u >> 7) % 7 != 0; },
+                                    DType::u8));
+      const int dy = b.output("dy", {M, N});
+      const int dbias = b.accumulator("dbias", {N});
+      out.push_back(b.finish(OpKind::bias_dropout_residual_backward, inputs, {dy, dbias}, a,
+                             {sum_bound(2), sum_bound(double(M + 3))}));
+    }
+}
+
 }  // namespace
 
 std::vector<Case> all_cases() {
@@ -341,6 +442,8 @@ std::vector<Case> all_cases() {
   add_elementwise(cases);
   add_layernorm(cases);
   add_softmax(cases);
+  add_softmax_dropout(cases);
+  add_bias_dropout_residual(cases);
   add_cross_entropy(cases);
   add_fused_attention(cases);
   return cases;

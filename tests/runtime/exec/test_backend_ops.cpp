@@ -242,7 +242,9 @@ int main(int argc, char** argv) {
         OpKind::dropout, OpKind::dropout_backward, OpKind::gelu, OpKind::gelu_backward, OpKind::tanh,
         OpKind::tanh_backward, OpKind::split_heads, OpKind::merge_heads, OpKind::gather_rows,
         OpKind::gather_rows_backward, OpKind::cross_entropy, OpKind::cross_entropy_backward,
-        OpKind::fused_attention, OpKind::fused_attention_backward};
+        OpKind::fused_attention, OpKind::fused_attention_backward,
+        OpKind::softmax_dropout, OpKind::softmax_dropout_backward, OpKind::bias_dropout_residual,
+        OpKind::bias_dropout_residual_backward};
     for (OpKind k : body_kinds)
       if (std::find(kinds.begin(), kinds.end(), models::to_string(k)) == kinds.end()) {
         fmt::print("test_backend_ops: no case runs op kind {}\n", models::to_string(k));
