@@ -49,6 +49,8 @@ class Autodiff {
       case OpKind::fused_attention: return {0, 1, 2};
       case OpKind::bias_dropout_residual: return {0, 1, 2};
       case OpKind::layernorm: return {0, 1, 2};
+      case OpKind::rmsnorm: return {0, 1};
+      case OpKind::swiglu: return {0, 1};
       case OpKind::softmax: return {0};
       case OpKind::gather_rows: return {0};
       case OpKind::cross_entropy: return {0};
@@ -272,6 +274,22 @@ class Autodiff {
         add_grad(op.inputs[0], dx, op.layer);
         break;
       }
+      case OpKind::rmsnorm: {
+        int dx = new_grad(op.inputs[0]);
+        emit(OpKind::rmsnorm_backward, op.name, op.layer, {dy, live.inputs[0], live.inputs[1], live.outputs[1]},
+             {dx, param_grad(op.inputs[1])}, op.attrs);
+        add_grad(op.inputs[0], dx, op.layer);
+        break;
+      }
+      case OpKind::swiglu: {  // one kernel writes both: dgate = dy·up·silu'(gate), dup = dy·silu(gate)
+        const std::vector<int> grads = {new_grad(op.inputs[0]), new_grad(op.inputs[1])};
+        emit(OpKind::swiglu_backward, op.name, op.layer, {dy, live.inputs[0], live.inputs[1]}, grads, op.attrs);
+        for (size_t i = 0; i < 2; ++i)
+          if (wants(op, i)) add_grad(op.inputs[i], grads[i], op.layer);
+        break;
+      }
+      case OpKind::rotary_embedding: unary(op, OpKind::rotary_embedding_backward, {dy}); break;
+      case OpKind::repeat_kv: unary(op, OpKind::repeat_kv_backward, {dy}); break;
       case OpKind::softmax: unary(op, OpKind::softmax_backward, {dy, live.outputs[0]}); break;
       case OpKind::fused_attention: {
         std::vector<int> inputs = {dy, live.inputs[0], live.inputs[1], live.inputs[2], live.outputs[0], live.outputs[1]};

@@ -28,6 +28,7 @@ class ForwardBuilder {
     M_ = B_ * S_;
     H_ = m.hidden_size;
     heads_ = m.num_heads / tp_;
+    kv_heads_ = m.kv_heads() / tp_;
     d_ = m.head_dim();
     ffn_ = m.intermediate_size / tp_;
     vocab_ = m.padded_vocab_size() / tp_;
@@ -42,19 +43,21 @@ class ForwardBuilder {
     opts.recompute = r_.recompute_activations;
     PipelineChunk& chunk = g_.chunk;
     const bool bert = m_.family == ModelFamily::bert;
+    const bool llama = m_.family == ModelFamily::llama;
     int x = -1;
     if (chunk.first()) {
-      x = bert ? bert_embeddings() : gpt2_embeddings();
+      x = bert ? bert_embeddings() : llama ? llama_embeddings() : gpt2_embeddings();
     } else {
       if (bert) g_.inputs.attention_mask = input("attention_mask", {B_, S_});
       x = chunk.recv_activation = input("pipeline.recv_activation", {M_, H_}, ctx_.act_dtype);
       opts.grad_inputs.insert(x);
     }
     for (int64_t layer = chunk.first_layer; layer < chunk.end_layer; ++layer)
-      x = bert ? bert_layer(x, static_cast<int>(layer)) : gpt2_layer(x, static_cast<int>(layer));
+      x = bert ? bert_layer(x, static_cast<int>(layer))
+               : llama ? llama_layer(x, static_cast<int>(layer)) : gpt2_layer(x, static_cast<int>(layer));
     if (chunk.last()) {
-      if (!chunk.first()) tied_embedding_copy();
-      int loss = bert ? bert_heads(x) : gpt2_head(x);
+      if (!chunk.first() && m_.tie_word_embeddings) tied_embedding_copy();
+      int loss = bert ? bert_heads(x) : llama ? llama_head(x) : gpt2_head(x);
       g_.loss_tensor = loss;
       opts.loss = loss;
       opts.loss_grad = g_.inputs.loss_grad = input("loss_grad", {1}, DType::f32);
@@ -69,7 +72,9 @@ class ForwardBuilder {
  private:
   // The last pipeline stage's own copy of the word embeddings, which its decoder is tied to (Megatron).
   void tied_embedding_copy() {
-    const char* name = m_.family == ModelFamily::bert ? "bert.embeddings.word_embeddings.weight" : "transformer.wte.weight";
+    const char* name = m_.family == ModelFamily::bert    ? "bert.embeddings.word_embeddings.weight"
+                       : m_.family == ModelFamily::llama ? "model.embed_tokens.weight"
+                                                         : "transformer.wte.weight";
     g_.chunk.tied_embedding_param = static_cast<int>(g_.params.size());
     word_table_ = param(name, {vocab_, H_}, true, -1);
   }
@@ -452,11 +457,143 @@ class ForwardBuilder {
     return cross_entropy("lm_head.loss", logits, g_.inputs.lm_labels, M_, vocab_, tp_ == 1 ? m_.vocab_size : 0, head);
   }
 
+  // ---- Llama (pre-RMSNorm, causal; HF LlamaForCausalLM names; docs/llama.md) ----
+  int llama_embeddings() {
+    g_.inputs.input_ids = input("input_ids", {M_});
+    word_table_ = param("model.embed_tokens.weight", {vocab_, H_}, true, -1);
+    int we = emit1(OpKind::embedding, "model.embed_tokens", -1, {word_table_, g_.inputs.input_ids}, {M_, H_});
+    return tp_all_reduce("model.embed_tokens.tp_all_reduce", we, -1);
+  }
+
+  int llama_layer(int x, int layer) {
+    const std::string p = fmt::format("model.layers.{}", layer);
+    int h = rmsnorm(p + ".input_layernorm", x, layer);
+    tp_enter_parallel_region(h);
+    int a = llama_attention(p + ".self_attn", h, layer);
+    int x1 = add(p + ".self_attn.residual", {x, a}, layer);  // no bias, no dropout: nothing to fuse
+    int h2 = rmsnorm(p + ".post_attention_layernorm", x1, layer);
+    tp_enter_parallel_region(h2);
+    int o = swiglu_mlp(p + ".mlp", h2, layer);
+    return add(p + ".mlp.residual", {x1, o}, layer);
+  }
+
+  int llama_head(int x) {
+    const int head = static_cast<int>(m_.num_layers);
+    g_.inputs.lm_labels = input("lm_labels", {M_});
+    int xf = rmsnorm("model.norm", x, head);
+    tp_enter_parallel_region(xf);
+    int w = m_.tie_word_embeddings ? word_table_ : param("lm_head.weight", {vocab_, H_}, true, head);
+    OpAttrs dec;
+    dec.gemm.m = M_;
+    dec.gemm.n = vocab_;
+    dec.gemm.k = H_;
+    dec.gemm.trans_b = true;
+    int logits = emit1(OpKind::gemm, "lm_head", head, {xf, w}, {M_, vocab_}, dec);
+    return cross_entropy("lm_head.loss", logits, g_.inputs.lm_labels, M_, vocab_, tp_ == 1 ? m_.vocab_size : 0, head);
+  }
+
+  int rmsnorm(const std::string& name, int x, int layer) {
+    int gamma = param(name + ".weight", {H_}, false, layer);
+    int y = act(name, {M_, H_}, layer);
+    int rstd = ctx_.activation(name + ".rstd", {M_}, layer, DType::f32);
+    OpAttrs a;
+    a.rows = M_;
+    a.cols = H_;
+    a.epsilon = m_.layer_norm_eps;
+    ctx_.emit(OpKind::rmsnorm, name, Phase::forward, layer, {x, gamma}, {y, rstd}, a);
+    return y;
+  }
+
+  // gate and up column-parallel (F/T columns each), down row-parallel, as Megatron-LM splits SwiGLU.
+  int swiglu_mlp(const std::string& p, int x, int layer) {
+    int gate = linear(p + ".gate_proj", x, M_, H_, ffn_, layer, false);
+    int up = linear(p + ".up_proj", x, M_, H_, ffn_, layer, false);
+    int y = emit1(OpKind::swiglu, p + ".act_fn", layer, {gate, up}, {M_, ffn_});
+    int down = linear(p + ".down_proj", y, M_, ffn_, H_, layer, false);
+    return tp_all_reduce(p + ".down_proj.tp_all_reduce", down, layer);
+  }
+
+  OpAttrs head_attrs(int64_t heads) const {
+    OpAttrs a;
+    a.batch = B_;
+    a.seq = S_;
+    a.heads = heads;
+    a.head_dim = d_;
+    a.rope_theta = m_.rope_theta;
+    return a;
+  }
+
+  // Grouped-query attention: nh/T query heads and kv/T key/value heads per rank (kv divisible by T, checked),
+  // rotary embeddings on q and k; a fused kernel reads each K/V head once for its group (broadcast), an
+  // unfused stack copies K and V to every query head first (HF's repeat_kv).
+  int llama_attention(const std::string& p, int x, int layer) {
+    const int64_t q_width = heads_ * d_, kv_width = kv_heads_ * d_;
+    int q = linear(p + ".q_proj", x, M_, H_, q_width, layer, false);
+    int k = linear(p + ".k_proj", x, M_, H_, kv_width, layer, false);
+    int v = linear(p + ".v_proj", x, M_, H_, kv_width, layer, false);
+    const OpAttrs qa = head_attrs(heads_), kva = head_attrs(kv_heads_);
+    int qh = emit1(OpKind::split_heads, p + ".q_proj.split", layer, {q}, {B_ * heads_, S_, d_}, qa);
+    int kh = emit1(OpKind::split_heads, p + ".k_proj.split", layer, {k}, {B_ * kv_heads_, S_, d_}, kva);
+    int vh = emit1(OpKind::split_heads, p + ".v_proj.split", layer, {v}, {B_ * kv_heads_, S_, d_}, kva);
+    qh = emit1(OpKind::rotary_embedding, p + ".q_rotary", layer, {qh}, {B_ * heads_, S_, d_}, qa);
+    kh = emit1(OpKind::rotary_embedding, p + ".k_rotary", layer, {kh}, {B_ * kv_heads_, S_, d_}, kva);
+    int context = r_.fused_attention ? llama_fused_attention(p, qh, kh, vh, qa, layer)
+                                     : llama_unfused_attention(p, qh, kh, vh, qa, layer);
+    int merged = emit1(OpKind::merge_heads, p + ".context.merge", layer, {context}, {M_, q_width}, qa);
+    int out = linear(p + ".o_proj", merged, M_, q_width, H_, layer, false);
+    return tp_all_reduce(p + ".o_proj.tp_all_reduce", out, layer);
+  }
+
+  int llama_fused_attention(const std::string& p, int qh, int kh, int vh, const OpAttrs& heads, int layer) {
+    const int64_t bh = B_ * heads_;
+    OpAttrs fa = heads;
+    fa.gemm.batch = bh;  // FLOPs per query head; K/V are the kv-head tensors, read once per group
+    fa.gemm.m = S_;
+    fa.gemm.n = S_;
+    fa.gemm.k = d_;
+    fa.gemm.alpha = 1.0 / std::sqrt(static_cast<double>(d_));
+    fa.rows = bh * S_;
+    fa.cols = S_;
+    fa.causal = true;
+    fa.dropout_p = r_.include_dropout ? m_.attention_dropout : 0;
+    int context = act(p + ".fused_attention", {bh, S_, d_}, layer);
+    int lse = ctx_.activation(p + ".fused_attention.lse", {bh, S_}, layer, DType::f32);
+    ctx_.emit(OpKind::fused_attention, p + ".fused_attention", Phase::forward, layer, {qh, kh, vh}, {context, lse}, fa);
+    return context;
+  }
+
+  int llama_unfused_attention(const std::string& p, int qh, int kh, int vh, const OpAttrs& heads, int layer) {
+    const int64_t bh = B_ * heads_;
+    if (kv_heads_ < heads_) {
+      kh = emit1(OpKind::repeat_kv, p + ".k_proj.repeat_kv", layer, {kh}, {bh, S_, d_}, heads);
+      vh = emit1(OpKind::repeat_kv, p + ".v_proj.repeat_kv", layer, {vh}, {bh, S_, d_}, heads);
+    }
+    OpAttrs sc;
+    sc.gemm.batch = bh;
+    sc.gemm.m = S_;
+    sc.gemm.n = S_;
+    sc.gemm.k = d_;
+    sc.gemm.trans_b = true;
+    sc.gemm.alpha = 1.0 / std::sqrt(static_cast<double>(d_));
+    int scores = emit1(OpKind::batched_gemm, p + ".scores", layer, {qh, kh}, {bh, S_, S_}, sc);
+    OpAttrs sm = heads;
+    sm.rows = bh * S_;
+    sm.cols = S_;
+    sm.causal = true;
+    int probs = softmax_then_dropout(p, {scores}, sm, layer);
+    OpAttrs cx;
+    cx.gemm.batch = bh;
+    cx.gemm.m = S_;
+    cx.gemm.n = d_;
+    cx.gemm.k = S_;
+    return emit1(OpKind::batched_gemm, p + ".context", layer, {probs, vh}, {bh, S_, d_}, cx);
+  }
+
   BuildContext ctx_;
   TaskGraph& g_;
   const ModelSpec& m_;
   const Recipe& r_;
-  int64_t tp_ = 1, B_ = 0, S_ = 0, M_ = 0, H_ = 0, heads_ = 0, d_ = 0, ffn_ = 0, vocab_ = 0;
+  int64_t tp_ = 1, B_ = 0, S_ = 0, M_ = 0, H_ = 0, heads_ = 0, kv_heads_ = 0, d_ = 0, ffn_ = 0, vocab_ = 0;
   int word_table_ = -1;
   uint64_t rng_streams_ = 0;
   std::set<int> tp_grad_reduce_;
@@ -488,6 +625,8 @@ void check_recipe_fits_model(const ModelSpec& m, const Recipe& r) {
   if (r.zero_stage > 0 && r.pipeline_parallel > 1)
     throw InputError("zero_stage with pipeline_parallel > 1 is not simulated yet: use one of them");
   divisible(m.num_heads, "number of heads");
+  if (m.kv_heads() != m.num_heads)  // Megatron-LM's rule: K/V heads are split, never replicated (docs/llama.md)
+    divisible(m.kv_heads(), "number of key/value heads (grouped-query attention)");
   divisible(m.intermediate_size, "FFN width");
   divisible(m.padded_vocab_size(), "padded vocabulary");
   if (m.family == ModelFamily::bert && r.max_predictions_per_seq() > r.seq_len)

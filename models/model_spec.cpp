@@ -8,6 +8,7 @@
 
 #include "core/data_path.hpp"
 #include "core/json_reader.hpp"
+#include "models/llama_config.hpp"
 
 namespace ptsim::models {
 namespace fs = std::filesystem;
@@ -15,7 +16,14 @@ using core::InputError;
 using core::Json;
 using core::JsonReader;
 
-const char* to_string(ModelFamily family) { return family == ModelFamily::bert ? "bert" : "gpt2"; }
+const char* to_string(ModelFamily family) {
+  switch (family) {
+    case ModelFamily::bert: return "bert";
+    case ModelFamily::gpt2: return "gpt2";
+    case ModelFamily::llama: return "llama";
+  }
+  return "?";
+}
 
 std::string models_directory() {
   return core::data_path("models");
@@ -38,13 +46,20 @@ void check_consistency(const ModelSpec& m, const std::string& source) {
                                  source, m.hidden_size, m.num_heads));
   if (m.hidden_dropout < 0 || m.hidden_dropout >= 1 || m.attention_dropout < 0 || m.attention_dropout >= 1)
     throw InputError(fmt::format("{}: dropout probabilities must be in [0, 1)", source));
+  if (m.family == ModelFamily::llama) check_llama_consistency(m, source);
 }
 
 // ptsim's own format: every field known, unknown ones rejected (docs/json-formats.md).
 ModelSpec parse_ptsim_model(JsonReader& r) {
   ModelSpec m;
   m.name = r.require_string("name");
-  m.family = r.require_enum("family", {"bert", "gpt2"}) == "bert" ? ModelFamily::bert : ModelFamily::gpt2;
+  const std::string family = r.require_enum("family", {"bert", "gpt2", "llama"});
+  if (family == "llama") {
+    read_llama_model_fields(r, m);
+    r.finish();
+    return m;
+  }
+  m.family = family == "bert" ? ModelFamily::bert : ModelFamily::gpt2;
   m.num_layers = r.require_int("num_layers", core::ranges::layers);
   m.hidden_size = r.require_int("hidden_size", core::ranges::hidden);
   m.num_heads = r.require_int("num_heads", core::ranges::heads);
@@ -97,8 +112,10 @@ ModelSpec parse_hf_config(JsonReader& r, const std::string& source) {
     m.layer_norm_eps = r.get_positive("layer_norm_epsilon", 1e-5);
     m.hidden_dropout = r.get_non_negative("resid_pdrop", 0.1);
     m.attention_dropout = r.get_non_negative("attn_pdrop", 0.1);
+  } else if (model_type == "llama") {
+    read_llama_hf_config(r, m);
   } else {
-    r.fail("model_type", fmt::format("\"bert\" or \"gpt2\" (got \"{}\")", model_type));
+    r.fail("model_type", fmt::format("\"bert\", \"gpt2\" or \"llama\" (got \"{}\")", model_type));
   }
   return m;
 }

@@ -32,6 +32,12 @@ double elementwise_flops_per_element(OpKind kind) {
     case OpKind::bias_dropout_residual_backward: return 3;  // compare + scale, column sum
     case OpKind::cross_entropy: return 4;
     case OpKind::cross_entropy_backward: return 3;
+    case OpKind::rmsnorm: return 4;           // square-accumulate, scale by rstd, × gamma (+ rsqrt per row)
+    case OpKind::rmsnorm_backward: return 8;  // dy·gamma, its dot with x per row, dx, dgamma accumulate
+    case OpKind::swiglu: return 5;            // sigmoid (exp, add, reciprocal), × gate, × up
+    case OpKind::swiglu_backward: return 10;  // sigmoid again, silu, dup = dy·silu, silu' = s(1 + g(1 − s)), dgate
+    case OpKind::rotary_embedding: return 3;  // x·cos + rotate_half(x)·sin
+    case OpKind::rotary_embedding_backward: return 3;
     default: return 0;
   }
 }
@@ -86,6 +92,17 @@ void assign_op_cost(const TaskGraph& g, Op& op) {
       break;
     case OpKind::split_heads:
     case OpKind::merge_heads: break;
+    case OpKind::repeat_kv: break;  // a copy: reads the K/V heads once, writes every query head's copy
+    case OpKind::repeat_kv_backward:  // each K/V head's gradient sums its group's nh/kv query-head gradients
+      flops = tensor_elements(g, op.inputs[0]);
+      break;
+    case OpKind::rotary_embedding:
+    case OpKind::rotary_embedding_backward: {
+      // HF's LlamaRotaryEmbedding: cos and sin tables [S, d] in the activation dtype, read beside x.
+      flops = 3 * tensor_elements(g, op.inputs[0]);
+      read += 2.0 * static_cast<double>(op.attrs.seq * op.attrs.head_dim) * static_cast<double>(dtype_bytes(g.tensor(op.inputs[0]).dtype));
+      break;
+    }
     case OpKind::all_reduce:
     case OpKind::reduce_scatter:
     case OpKind::all_gather:
@@ -137,6 +154,7 @@ void assign_op_cost(const TaskGraph& g, Op& op) {
       for (int t : op.inputs) elements = std::max(elements, tensor_elements(g, t));
       flops = elementwise_flops_per_element(op.kind) * elements;
       if (op.kind == OpKind::layernorm_backward) read += tensor_bytes(g, op.outputs[1]) + tensor_bytes(g, op.outputs[2]);
+      if (op.kind == OpKind::rmsnorm_backward) read += tensor_bytes(g, op.outputs[1]);  // dgamma +=
       if (op.kind == OpKind::bias_dropout_residual_backward) read += tensor_bytes(g, op.outputs[1]);  // dbias +=
       break;
     }

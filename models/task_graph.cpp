@@ -87,6 +87,14 @@ const char* to_string(OpKind k) {
     case OpKind::gather_rows_backward: return "gather_rows_backward";
     case OpKind::cross_entropy: return "cross_entropy";
     case OpKind::cross_entropy_backward: return "cross_entropy_backward";
+    case OpKind::rmsnorm: return "rmsnorm";
+    case OpKind::rmsnorm_backward: return "rmsnorm_backward";
+    case OpKind::swiglu: return "swiglu";
+    case OpKind::swiglu_backward: return "swiglu_backward";
+    case OpKind::rotary_embedding: return "rotary_embedding";
+    case OpKind::rotary_embedding_backward: return "rotary_embedding_backward";
+    case OpKind::repeat_kv: return "repeat_kv";
+    case OpKind::repeat_kv_backward: return "repeat_kv_backward";
     case OpKind::all_reduce: return "all_reduce";
     case OpKind::reduce_scatter: return "reduce_scatter";
     case OpKind::all_gather: return "all_gather";

@@ -88,6 +88,15 @@ enum class OpKind {
   gather_rows_backward, // in: [dy [P,N], index [P]] out: [dx [M,N]] (zeros elsewhere; rows may repeat → sum)
   cross_entropy,        // in: [logits [P,C], labels [P] i32 (-1 = ignore)] out: [loss [1] f32, logsumexp [P] f32]
   cross_entropy_backward,  // in: [dloss [1], logits, labels, logsumexp] out: [dlogits]
+  // Llama (docs/llama.md): RMSNorm, SwiGLU, rotary embeddings and grouped-query attention's K/V broadcast.
+  rmsnorm,              // in: [x [M,N], gamma [N]] out: [y [M,N], rstd [M] f32]   y = x·rstd·gamma
+  rmsnorm_backward,     // in: [dy, x, gamma, rstd] out: [dx, dgamma (+=)]
+  swiglu,               // in: [gate [M,F], up [M,F]] out: [y [M,F]]   y = silu(gate)·up
+  swiglu_backward,      // in: [dy, gate, up] out: [dgate, dup]
+  rotary_embedding,     // in: [x [B·n,S,d]] out: [y]   rotate pairs of x by position·θ^(−2i/d) (attrs.rope_theta)
+  rotary_embedding_backward,  // in: [dy] out: [dx]   the inverse rotation
+  repeat_kv,            // in: [x [B·kv,S,d]] out: [y [B·nh,S,d]]   each K/V head copied to its nh/kv query heads
+  repeat_kv_backward,   // in: [dy [B·nh,S,d]] out: [dx [B·kv,S,d]]   sum over each group of query heads
   // step tail
   all_reduce,           // in: gradient tensors of the bucket (in place); attrs.comm
   reduce_scatter,
@@ -143,7 +152,8 @@ struct OpAttrs {
   int64_t rows = 0, cols = 0;       // layernorm / softmax / cross_entropy / gather geometry
   int64_t batch = 0, seq = 0, heads = 0, head_dim = 0;  // split/merge heads, softmax masks
   double dropout_p = 0;
-  double epsilon = 0;               // layernorm
+  double epsilon = 0;               // layernorm, rmsnorm
+  double rope_theta = 0;            // rotary_embedding: the frequency base (10,000 for Llama 1 and 2)
   bool causal = false;              // softmax: GPT-2's causal mask
   bool gelu_tanh = false;           // gelu: tanh approximation (GPT-2)
   int64_t valid_classes = 0;        // cross_entropy: classes >= this are padding (excluded)

@@ -72,8 +72,12 @@ std::optional<std::string> layout_problem(const models::ModelSpec& model, const 
 }
 
 double layer_weight_elements(const models::ModelSpec& m) {
-  const double h = static_cast<double>(m.hidden_size);
-  return 4 * h * h + 2 * h * static_cast<double>(m.intermediate_size);
+  const double h = static_cast<double>(m.hidden_size), f = static_cast<double>(m.intermediate_size);
+  if (m.family == models::ModelFamily::llama) {  // q, o; k, v of the kv heads; SwiGLU's three (docs/llama.md)
+    const double kv_width = static_cast<double>(m.kv_heads() * m.head_dim());
+    return 2 * h * h + 2 * h * kv_width + 3 * h * f;
+  }
+  return 4 * h * h + 2 * h * f;
 }
 
 double model_states_lower_bound(const models::ModelSpec& model, const models::Recipe& r,

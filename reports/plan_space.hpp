@@ -62,7 +62,8 @@ double model_states_lower_bound(const models::ModelSpec& model, const models::Re
                                 const hwprofiles::GpuProfile& gpu);
 
 // The weights of one transformer layer without biases and norms: attention Q, K, V and output projections
-// and the MLP's two matrices (4h² + 2·h·ffn).
+// and the MLP's two matrices (4h² + 2·h·ffn); Llama: q, o, k and v of the kv heads, SwiGLU's three matrices
+// (2h² + 2·h·kv·d + 3·h·ffn).
 double layer_weight_elements(const models::ModelSpec& model);
 
 }  // namespace ptsim::reports

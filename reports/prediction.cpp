@@ -440,6 +440,15 @@ Prediction predict_scenario(const Scenario& scenario, const hwprofiles::ProfileS
   return out;
 }
 
+// Training tokens (sequences × sequence length over every phase's steps) per second of training per GPU:
+// the throughput LLM papers report (e.g. LLaMA's tokens/sec/GPU; docs/scenarios.md).
+double tokens_per_second_per_gpu(const Prediction& p) {
+  double tokens = 0;
+  for (const PhasePrediction& ph : p.phases)
+    tokens += static_cast<double>(ph.global_batch) * static_cast<double>(ph.seq_len) * static_cast<double>(ph.steps);
+  return p.training_seconds > 0 && p.gpus > 0 ? tokens / p.training_seconds / p.gpus : 0;
+}
+
 std::optional<double> metric_value(const Prediction& p, const PublishedTarget& target) {
   const std::string& metric = target.metric;
   if (metric == "rental_usd_at_published_time") {
@@ -452,6 +461,7 @@ std::optional<double> metric_value(const Prediction& p, const PublishedTarget& t
   if (metric == "purchase_usd") return p.cost.purchase_usd;
   if (metric == "tflops_per_gpu") return p.tflops_per_gpu;
   if (metric == "cluster_pflops") return p.cluster_pflops;
+  if (metric == "tokens_per_second_per_gpu") return tokens_per_second_per_gpu(p);
   return std::nullopt;
 }
 

@@ -94,6 +94,7 @@ Prediction predict_scenario(const Scenario& scenario, const hwprofiles::ProfileS
 
 // The metric of a published target, from a prediction (nullopt when the prediction has no such figure).
 std::optional<double> metric_value(const Prediction& p, const PublishedTarget& target);
+double tokens_per_second_per_gpu(const Prediction& p);
 
 nlohmann::json prediction_to_json(const Prediction& p);
 std::string prediction_to_text(const Prediction& p);

@@ -12,10 +12,11 @@ namespace ptsim::reports {
 namespace {
 
 std::string model_key(const models::ModelSpec& m) {
-  return fmt::format("{}|{}|L{}|h{}|a{}|i{}|v{}/{}|p{}|t{}|eps{}|d{},{}", m.name, static_cast<int>(m.family),
-                     m.num_layers, m.hidden_size, m.num_heads, m.intermediate_size, m.vocab_size,
-                     m.vocab_pad_multiple, m.max_position_embeddings, m.type_vocab_size, m.layer_norm_eps,
-                     m.hidden_dropout, m.attention_dropout);
+  return fmt::format("{}|{}|L{}|h{}|a{}/{}|i{}|v{}/{}|p{}|t{}|eps{}|d{},{}|rope{}|tie{}", m.name,
+                     static_cast<int>(m.family), m.num_layers, m.hidden_size, m.num_heads, m.kv_heads(),
+                     m.intermediate_size, m.vocab_size, m.vocab_pad_multiple, m.max_position_embeddings,
+                     m.type_vocab_size, m.layer_norm_eps, m.hidden_dropout, m.attention_dropout, m.rope_theta,
+                     m.tie_word_embeddings);
 }
 
 std::string graph_key(const models::ModelSpec& model, const models::Recipe& r) {

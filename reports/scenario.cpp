@@ -201,7 +201,8 @@ Scenario parse_scenario(const Json& json, const std::string& source) {
       JsonReader t(list[i], source, fmt::format("published[{}]", i));
       PublishedTarget target;
       target.metric = t.require_enum("metric", {"time_to_train_seconds", "scaling_efficiency", "rental_usd",
-                                                "rental_usd_at_published_time", "purchase_usd", "tflops_per_gpu", "cluster_pflops"});
+                                                "rental_usd_at_published_time", "purchase_usd", "tflops_per_gpu", "cluster_pflops",
+                                                "tokens_per_second_per_gpu"});
       target.value = t.require_positive("value");
       target.tolerance = t.require_positive("tolerance");
       target.source = t.require_string("source");

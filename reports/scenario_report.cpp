@@ -34,13 +34,19 @@ std::string compute_part(models::OpKind kind) {
     case K::softmax:
     case K::softmax_backward: return "softmax";
     case K::layernorm:
-    case K::layernorm_backward: return "layer norm";
+    case K::layernorm_backward:
+    case K::rmsnorm:
+    case K::rmsnorm_backward: return "layer norm";
     case K::dropout:
     case K::dropout_backward: return "dropout";
     case K::gelu:
     case K::gelu_backward:
     case K::tanh:
     case K::tanh_backward: return "GELU / tanh";
+    case K::swiglu:
+    case K::swiglu_backward:
+    case K::rotary_embedding:
+    case K::rotary_embedding_backward: return "SwiGLU / rotary embedding";
     case K::embedding:
     case K::embedding_backward: return "embedding";
     case K::cross_entropy:
@@ -55,7 +61,7 @@ std::string compute_part(models::OpKind kind) {
 const std::vector<std::string>& part_order() {
   static const std::vector<std::string> order = {
       "GEMM (dense layers)", "attention batched GEMM", "softmax", "layer norm", "dropout", "GELU / tanh",
-      "embedding", "loss (cross-entropy)", "other elementwise (add, bias grad, reshapes, gathers)", "optimizer",
+      "SwiGLU / rotary embedding", "embedding", "loss (cross-entropy)", "other elementwise (add, bias grad, reshapes, gathers)", "optimizer",
       "tensor-parallel all-reduce (blocking)", "exposed gradient communication"};
   return order;
 }

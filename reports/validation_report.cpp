@@ -21,6 +21,7 @@ std::string metric_text(const std::string& metric, double v) {
   if (metric.find("usd") != std::string::npos) return format_usd(v);
   if (metric == "tflops_per_gpu") return fmt::format("{:.1f} TFLOP/s", v);
   if (metric == "cluster_pflops") return fmt::format("{:.2f} PFLOP/s", v);
+  if (metric == "tokens_per_second_per_gpu") return fmt::format("{:.0f} tokens/s", v);
   return fmt::format("{:.4g}", v);
 }
 
@@ -34,6 +35,7 @@ std::string published_metric_label(const std::string& metric) {
   if (metric == "purchase_usd") return "purchase";
   if (metric == "tflops_per_gpu") return "TFLOP/s per GPU";
   if (metric == "cluster_pflops") return "cluster PFLOP/s";
+  if (metric == "tokens_per_second_per_gpu") return "tokens/s per GPU";
   return metric;
 }
 

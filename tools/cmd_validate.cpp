@@ -28,6 +28,7 @@ std::string format_metric(const std::string& metric, double v) {
   if (metric.find("usd") != std::string::npos) return fmt::format("${:.0f}", v);
   if (metric == "tflops_per_gpu") return fmt::format("{:.1f} TFLOP/s", v);
   if (metric == "cluster_pflops") return fmt::format("{:.2f} PFLOP/s", v);
+  if (metric == "tokens_per_second_per_gpu") return fmt::format("{:.0f} tokens/s", v);
   return fmt::format("{:.4g}", v);
 }
 

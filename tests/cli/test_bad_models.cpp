@@ -105,6 +105,27 @@ TEST_CASE("HuggingFace config.json: the same ranges under HF names") {
   });
 }
 
+TEST_CASE("HF LlamaConfig through the binary: a valid one builds, bad ones are exit 2 naming the field") {
+  auto llama = [](const std::string& extra) {
+    return std::string(R"({"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "vocab_size": 512,
+                           "num_attention_heads": 8, "num_hidden_layers": 2)") + extra + "}";
+  };
+  const auto ok = ptsim::test::run_ptsim("graph --format json --seq-len 64 --micro-batch 1 --model " +
+                                         file_with("llama_valid", llama(R"(, "num_key_value_heads": 2)")));
+  CHECK_MESSAGE(ok.exit_code == 0, ok.output);
+  check_all_refused({
+      model_case("llama_kv_heads", llama(R"(, "num_key_value_heads": 3)"),
+                 {"8 attention heads are not a multiple of the 3 key/value heads"}),
+      model_case("llama_act", llama(R"(, "hidden_act": "relu")"), {"field 'hidden_act'", "silu"}),
+      model_case("unknown_model_type", R"({"model_type": "mistral", "hidden_size": 256})",
+                 {"field 'model_type'", "got \"mistral\""}),
+  });
+  // A valid GQA config whose 2 kv heads a TP of 4 cannot split (kv heads are not replicated; docs/llama.md).
+  ptsim::test::check_refused({"llama_kv_tp", "graph --tensor-parallel 4 --model " +
+                                                 file_with("llama_kv_tp", llama(R"(, "num_key_value_heads": 2)")),
+                              {"tensor-parallel size 4 must divide the model's number of key/value heads"}});
+}
+
 TEST_CASE("sizes in range whose product overflows int64 are exit 2 naming the tensor") {
   // hidden 2^20, FFN 2^22, micro-batch 2^20, seq 2^20: the FFN activation has 2^62 elements, 2^63 bytes in
   // fp16 — beyond int64. Each size alone is in its documented range.

@@ -111,7 +111,7 @@ TEST_CASE("bad model files are errors that name the file and the field") {
   CHECK_THROWS_WITH_AS(load_model(heads), doctest::Contains("not divisible by the number of heads"), InputError);
   std::string family = write_temp("family.json", R"({"name": "x", "family": "t5", "num_layers": 2,
                                                     "hidden_size": 128, "num_heads": 2, "vocab_size": 100})");
-  CHECK_THROWS_WITH_AS(load_model(family), doctest::Contains("one of [bert, gpt2]"), InputError);
+  CHECK_THROWS_WITH_AS(load_model(family), doctest::Contains("one of [bert, gpt2, llama]"), InputError);
   std::string broken = write_temp("broken.json", R"({"name": )");
   CHECK_THROWS_WITH_AS(load_model(broken), doctest::Contains("not valid JSON"), InputError);
   CHECK_THROWS_WITH_AS(load_model("no-such-model"), doctest::Contains("unknown model 'no-such-model'"), InputError);

@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "hwprofiles/profiles.hpp"
+#include "models/builder.hpp"
 #include "reports/auto_recipe.hpp"
 #include "reports/plan_bound.hpp"
 #include "reports/plan_search.hpp"
@@ -162,6 +163,21 @@ TEST_CASE("the model-states bound counts what the builder stores: fp8 keeps bf16
   unsharded.zero_stage = 0;
   CHECK((model_states_lower_bound(*model, unsharded, gpu) - gpu.reserved_memory_bytes) / elements ==
         doctest::Approx(16.0).epsilon(1e-12));
+}
+
+TEST_CASE("the bound's layer weights are a Llama layer's: GQA's smaller K/V and SwiGLU's three matrices") {
+  // Llama 3 405B (8 kv heads of 128): the builder's layer-0 parameters less its two RMSNorm gains, exactly.
+  const auto model = models::load_model("llama-3-405b");
+  models::Recipe r;
+  r.seq_len = 16;
+  r.micro_batch = 1;
+  r.tensor_parallel = 8;
+  const models::TaskGraph g = models::build_task_graph(model, r);
+  int64_t layer0 = 0;
+  for (const auto& p : g.params)
+    if (p.layer == 0) layer0 += p.elements;
+  const double norms = 2.0 * static_cast<double>(model.hidden_size);
+  CHECK((static_cast<double>(layer0) - norms) * 8 == doctest::Approx(layer_weight_elements(model)).epsilon(1e-15));
 }
 
 TEST_CASE("a layout replaces the scenario's own sharding and rank order") {

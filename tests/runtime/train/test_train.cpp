@@ -242,6 +242,9 @@ TEST_CASE("train: bad input exits 2 with a message naming the problem") {
       {"train " + ok + " --resume --checkpoint-dir " + quote(dir / "empty"), "no checkpoint"},
       {"train " + ok + " --micro-batch 8 --resume --checkpoint-dir " + quote(dir / "ck"), "micro_batch = 4"},
       {"train --model no-such-model --data " + quote(s.data), "no-such-model"},
+      // The runtime has no kernels for Llama's ops (docs/llama.md): refused before any work, not a crash.
+      {"train --model llama-2-7b --data " + quote(s.data) + " --steps 2",
+       "model 'llama-2-7b' is llama; ptsim train runs BERT pretraining (MLM + NSP) only"},
       {"train " + ok + " --bogus-flag", "bogus"},
       // Data-parallel flags with one rank: nothing to apply them to.
       {"train " + ok + " --no-comm-overlap", "--no-comm-overlap applies to data-parallel runs"},
