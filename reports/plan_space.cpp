@@ -24,6 +24,10 @@ void Layout::apply(models::Recipe& r) const {
   r.shard_group = 0;
   r.rank_order = models::RankOrder::tp_dp_pp;
   r.recompute_activations = recompute;
+  // The scenario's sequence parallelism where this layout has tensor parallelism to split (it needs T > 1),
+  // its selective recomputation where this layout does not recompute everything anyway.
+  r.sequence_parallel = r.sequence_parallel && tensor_parallel > 1;
+  r.selective_recompute = r.selective_recompute && !recompute;
 }
 
 std::string Layout::label() const {
