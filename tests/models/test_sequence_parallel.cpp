@@ -95,6 +95,27 @@ TEST_CASE("per-layer activation bytes follow Korthikanti et al. 2022's closed fo
   }
 }
 
+TEST_CASE("BERT's post-LN layer keeps the same closed forms under tensor and sequence parallelism") {
+  // BERT-large's shape (h 1024, a 16) at s 512, b 2: the LayerNorms sit after the residual adds, but a layer
+  // still keeps two LayerNorm inputs, the inputs of QKV and of the first MLP linear (the previous LayerNorms'
+  // outputs), and the same attention and MLP tensors: the paper's count holds as for GPT (exact, as above).
+  auto bert = [](int64_t layers) {
+    ModelSpec m = load_model("bert-large");
+    m.num_layers = layers;
+    return m;
+  };
+  auto retained = [&](const Recipe& r) {
+    return plan_memory(build_task_graph(bert(2), r)).retained_activation_bytes -
+           plan_memory(build_task_graph(bert(1), r)).retained_activation_bytes;
+  };
+  const double s = 512, b = 2, h = 1024, a = 16, t = 4, ln_stats = 2 * 8 * s * b;
+  Recipe r = recipe(4, false);
+  r.optimizer = OptimizerKind::lamb;
+  CHECK(retained(r) == doctest::Approx(s * b * h * (10 + 24 / t + 5 * a * s / (h * t)) + ln_stats).epsilon(1e-12));
+  r.sequence_parallel = true;
+  CHECK(retained(r) == doctest::Approx(s * b * h / t * (34 + 5 * a * s / h) + ln_stats / t).epsilon(1e-12));
+}
+
 TEST_CASE("sequence parallelism turns each layer's two all-reduces into all-gathers and reduce-scatters") {
   // Megatron without SP: forward g (all-reduce) after attention and after the MLP, backward f (all-reduce of
   // the gradient) before each. With SP (paper §4.2.2, Fig. 5): forward all-gather before the column-parallel
