@@ -3,6 +3,9 @@
 // several consumers; parameter gradients accumulate (+=) into the parameter's gradient tensor.
 // With recomputation, each layer's forward ops are re-emitted (phase recompute) right before that layer's
 // backward, and the rules read the recomputed tensors, so the originals die after the forward pass.
+// Selective recomputation re-runs only attention's core ops, right before the first of their backwards.
+// Under sequence parallelism the sequence all-gather before a column-parallel linear is re-run before that
+// linear's backward (Megatron keeps only the S/T shard, Korthikanti et al. 2022 §4.2.2).
 #include <fmt/format.h>
 
 #include <map>
@@ -30,6 +33,9 @@ class Autodiff {
       Op op = g_.op(*it);  // copy: g_.ops grows while we emit
       if (o_.recompute && op.layer != current_layer && op.layer >= 0 && op.layer < g_.model.num_layers)
         recompute_layer(forward_ops, op.layer);
+      if (o_.selective_recompute && is_attention_core(op) && !remap_.count(op.outputs[0]))
+        recompute_attention_core(forward_ops, op.layer);
+      regather_sequence_input(op);
       current_layer = op.layer;
       backward_of(op);
     }
@@ -79,6 +85,32 @@ class Autodiff {
   void recompute_layer(const std::vector<int>& forward_ops, int layer) {
     for (int id : forward_ops)
       if (g_.op(id).layer == layer) clone_op(g_.op(id));  // incl. TP all-reduces, as Megatron recomputes them
+  }
+
+  // Attention's core: the two batched GEMMs (QKᵀ and ·V), the softmax, and the dropout on its probabilities
+  // (or the fused softmax_dropout): the ops whose outputs are the S×S tensors.
+  bool is_attention_core(const Op& op) const {
+    if (op.kind == OpKind::batched_gemm || op.kind == OpKind::softmax || op.kind == OpKind::softmax_dropout) return true;
+    if (op.kind != OpKind::dropout) return false;
+    const int producer = g_.tensor(op.inputs[0]).producer;
+    return producer >= 0 && g_.op(producer).kind == OpKind::softmax;
+  }
+
+  void recompute_attention_core(const std::vector<int>& forward_ops, int layer) {
+    for (int id : forward_ops)
+      if (g_.op(id).layer == layer && is_attention_core(g_.op(id))) clone_op(g_.op(id));
+  }
+
+  // A GEMM whose input is the sequence-parallel all-gather's output reads it again for its weight gradient:
+  // the gather is re-run first (once per gathered tensor) rather than kept from the forward.
+  void regather_sequence_input(const Op& op) {
+    if (op.kind != OpKind::gemm || op.attrs.gemm.fp8 || remap_.count(op.inputs[0])) return;
+    const int producer = g_.tensor(op.inputs[0]).producer;
+    if (producer < 0) return;
+    const Op& gather = g_.op(producer);
+    if (gather.kind == OpKind::all_gather && gather.phase == Phase::forward &&
+        gather.attrs.comm.group == CommGroup::tensor_parallel)
+      clone_op(gather);
   }
 
   void clone_op(const Op original_ref) {
@@ -326,9 +358,24 @@ class Autodiff {
       case OpKind::all_reduce:  // Megatron "g": all-reduce forward, identity backward
         if (wants(op, 0)) add_grad(op.inputs[0], dy, op.layer);
         break;
+      case OpKind::all_gather:      // sequence parallel: all-gather forward, reduce-scatter backward
+      case OpKind::reduce_scatter:  // and the mirror
+        sequence_collective_backward(op, dy);
+        break;
       default:
         throw std::logic_error(fmt::format("no gradient rule for op kind {}", to_string(op.kind)));
     }
+  }
+
+  // The gradient of a sequence-parallel all-gather is the reduce-scatter of its output's gradient, and of a
+  // reduce-scatter the all-gather; the same bytes (attrs.comm), the input's shape.
+  void sequence_collective_backward(const Op& op, int dy) {
+    if (!wants(op, 0)) return;
+    const int dx = new_grad(op.inputs[0]);
+    const OpKind mirror = op.kind == OpKind::all_gather ? OpKind::reduce_scatter : OpKind::all_gather;
+    emit(mirror, g_.tensor(op.inputs[0]).name + (mirror == OpKind::all_gather ? ".tp_grad_all_gather" : ".tp_grad_reduce_scatter"),
+         op.layer, {dy}, {dx}, op.attrs);
+    add_grad(op.inputs[0], dx, op.layer);
   }
 
   BuildContext& ctx_;

@@ -49,6 +49,7 @@ struct BackwardOptions {
   int loss = -1;                 // scalar loss tensor
   int loss_grad = -1;            // input tensor holding dLoss (1/micro_steps, × loss scale)
   bool recompute = false;        // re-run each layer's forward before its backward
+  bool selective_recompute = false;  // re-run only attention's core (QKᵀ, softmax, dropout, ·V) before its backward
   std::set<int> tp_grad_reduce;  // activations whose gradient is all-reduced over the tensor-parallel group
   int64_t tensor_parallel = 1;
   // Non-parameter tensors whose gradient is wanted (a pipeline chunk's received activation); with `loss` a

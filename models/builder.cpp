@@ -32,6 +32,8 @@ class ForwardBuilder {
     d_ = m.head_dim();
     ffn_ = m.intermediate_size / tp_;
     vocab_ = m.padded_vocab_size() / tp_;
+    sp_ = r.sequence_parallel && tp_ > 1;
+    R_ = sp_ ? M_ / tp_ : M_;
   }
 
   // The forward of g.chunk's layers: embeddings on the first chunk, heads and loss on the last (Megatron's
@@ -41,6 +43,7 @@ class ForwardBuilder {
     BackwardOptions opts;
     opts.tensor_parallel = tp_;
     opts.recompute = r_.recompute_activations;
+    opts.selective_recompute = r_.selective_recompute;
     PipelineChunk& chunk = g_.chunk;
     const bool bert = m_.family == ModelFamily::bert;
     const bool llama = m_.family == ModelFamily::llama;
@@ -49,7 +52,7 @@ class ForwardBuilder {
       x = bert ? bert_embeddings() : llama ? llama_embeddings() : gpt2_embeddings();
     } else {
       if (bert) g_.inputs.attention_mask = input("attention_mask", {B_, S_});
-      x = chunk.recv_activation = input("pipeline.recv_activation", {M_, H_}, ctx_.act_dtype);
+      x = chunk.recv_activation = input("pipeline.recv_activation", {R_, H_}, ctx_.act_dtype);
       opts.grad_inputs.insert(x);
     }
     for (int64_t layer = chunk.first_layer; layer < chunk.end_layer; ++layer)
@@ -63,7 +66,7 @@ class ForwardBuilder {
       opts.loss_grad = g_.inputs.loss_grad = input("loss_grad", {1}, DType::f32);
     } else {
       opts.loss = chunk.send_activation = x;
-      opts.loss_grad = chunk.recv_gradient = input("pipeline.recv_gradient", {M_, H_}, ctx_.act_dtype);
+      opts.loss_grad = chunk.recv_gradient = input("pipeline.recv_gradient", {R_, H_}, ctx_.act_dtype);
     }
     opts.tp_grad_reduce = tp_grad_reduce_;
     return opts;
@@ -205,6 +208,34 @@ class ForwardBuilder {
     if (tp_ > 1) tp_grad_reduce_.insert(x);
   }
 
+  // ---- the tensor-parallel region's edges (Megatron's f and g; with sequence parallelism their all-gather /
+  // reduce-scatter form, Korthikanti et al. 2022 §4.2.2) ----
+  // Before a column-parallel linear: "f" (identity; the gradient is all-reduced), or under sequence parallelism
+  // the all-gather of the ranks' sequence shards [S/T rows] into the whole [S rows] (backward: reduce-scatter).
+  int enter_tensor_region(const std::string& name, int x, int layer) {
+    if (!sp_) {
+      tp_enter_parallel_region(x);
+      return x;
+    }
+    return tp_sequence_collective(OpKind::all_gather, name + ".tp_all_gather", x, M_, layer);
+  }
+
+  // After a row-parallel linear (or the vocabulary-parallel embedding): "g", the all-reduce of the partial sums,
+  // or under sequence parallelism their reduce-scatter to this rank's S/T rows (backward: all-gather).
+  int leave_tensor_region(const std::string& name, int x, int layer) {
+    if (!sp_) return tp_all_reduce(name + ".tp_all_reduce", x, layer);
+    return tp_sequence_collective(OpKind::reduce_scatter, name + ".tp_reduce_scatter", x, R_, layer);
+  }
+
+  // Both move the whole [B·S, H] tensor's bytes in the ring's terms (attrs.comm.bytes is the gathered size).
+  int tp_sequence_collective(OpKind kind, const std::string& name, int x, int64_t out_rows, int layer) {
+    OpAttrs a;
+    a.comm.group = CommGroup::tensor_parallel;
+    a.comm.group_size = tp_;
+    a.comm.bytes = static_cast<double>(M_ * H_ * static_cast<int64_t>(dtype_bytes(ctx_.act_dtype)));
+    return emit1(kind, name, layer, {x}, {out_rows, H_}, a);
+  }
+
   // ---- a sublayer's end: output linear, dropout, residual ----
   // The output linear of attention or the MLP. Under fused_bias_dropout_residual its bias is not added by the
   // GEMM but by the fused op after it (Megatron's skip_bias_add), held in pending_bias_ until then.
@@ -226,13 +257,13 @@ class ForwardBuilder {
     }
     const std::string name = prefix + ".bias_dropout_residual";
     OpAttrs a;
-    a.rows = M_;
+    a.rows = R_;
     a.cols = H_;
-    std::vector<int> outputs = {act(name, {M_, H_}, layer)};
+    std::vector<int> outputs = {act(name, {R_, H_}, layer)};
     if (r_.include_dropout && m_.hidden_dropout > 0) {
       a.dropout_p = m_.hidden_dropout;
       a.rng_stream = ++rng_streams_;
-      outputs.push_back(ctx_.activation(name + ".mask", {M_, H_}, layer, DType::u8));
+      outputs.push_back(ctx_.activation(name + ".mask", {R_, H_}, layer, DType::u8));
     }
     ctx_.emit(OpKind::bias_dropout_residual, name, Phase::forward, layer, {y, pending_bias_, residual}, outputs, a);
     pending_bias_ = -1;
@@ -286,7 +317,7 @@ class ForwardBuilder {
     ctx_.emit(OpKind::fused_attention, prefix + ".fused_attention", Phase::forward, layer, inputs, {context, lse}, fa);
     int merged = emit1(OpKind::merge_heads, prefix + ".context.merge", layer, {context}, {M_, local_hidden}, heads);
     int out = output_linear(out_prefix, merged, local_hidden, layer);
-    return tp_all_reduce(out_prefix + ".tp_all_reduce", out, layer);
+    return leave_tensor_region(out_prefix, out, layer);
   }
 
   int self_attention(const std::string& prefix, const std::string& out_prefix, int x, int layer, bool causal) {
@@ -327,7 +358,7 @@ class ForwardBuilder {
     int context = emit1(OpKind::batched_gemm, prefix + ".context", layer, {probs, vh}, {bh, S_, d_}, cx);
     int merged = emit1(OpKind::merge_heads, prefix + ".context.merge", layer, {context}, {M_, local_hidden}, heads);
     int out = output_linear(out_prefix, merged, local_hidden, layer);
-    return tp_all_reduce(out_prefix + ".tp_all_reduce", out, layer);
+    return leave_tensor_region(out_prefix, out, layer);
   }
 
   int mlp(const std::string& in_name, const std::string& out_name, int x, int layer, bool gelu_tanh) {
@@ -336,41 +367,42 @@ class ForwardBuilder {
     ga.gelu_tanh = gelu_tanh;
     int g = emit1(OpKind::gelu, in_name + ".gelu", layer, {h}, {M_, ffn_}, ga);
     int o = output_linear(out_name, g, ffn_, layer);
-    return tp_all_reduce(out_name + ".tp_all_reduce", o, layer);
+    return leave_tensor_region(out_name, o, layer);
   }
 
   // ---- BERT ----
   int bert_embeddings() {
     g_.inputs.input_ids = input("input_ids", {M_});
-    g_.inputs.token_type_ids = input("token_type_ids", {M_});
-    g_.inputs.position_ids = input("position_ids", {M_});
+    g_.inputs.token_type_ids = input("token_type_ids", {R_});  // this rank's sequence shard under sequence parallel
+    g_.inputs.position_ids = input("position_ids", {R_});
     g_.inputs.attention_mask = input("attention_mask", {B_, S_});
     word_table_ = param("bert.embeddings.word_embeddings.weight", {vocab_, H_}, true, -1);
     int pos_table = param("bert.embeddings.position_embeddings.weight", {m_.max_position_embeddings, H_}, true, -1);
     int type_table = param("bert.embeddings.token_type_embeddings.weight", {m_.type_vocab_size, H_}, true, -1);
     int we = emit1(OpKind::embedding, "bert.embeddings.word", -1, {word_table_, g_.inputs.input_ids}, {M_, H_});
-    we = tp_all_reduce("bert.embeddings.word.tp_all_reduce", we, -1);
-    int pe = emit1(OpKind::embedding, "bert.embeddings.position", -1, {pos_table, g_.inputs.position_ids}, {M_, H_});
-    int te = emit1(OpKind::embedding, "bert.embeddings.token_type", -1, {type_table, g_.inputs.token_type_ids}, {M_, H_});
+    we = leave_tensor_region("bert.embeddings.word", we, -1);
+    int pe = emit1(OpKind::embedding, "bert.embeddings.position", -1, {pos_table, g_.inputs.position_ids}, {R_, H_});
+    int te = emit1(OpKind::embedding, "bert.embeddings.token_type", -1, {type_table, g_.inputs.token_type_ids}, {R_, H_});
     int sum = add("bert.embeddings.sum", {we, pe, te}, -1);
-    int x = layernorm("bert.embeddings.LayerNorm", sum, M_, -1);
+    int x = layernorm("bert.embeddings.LayerNorm", sum, R_, -1);
     return dropout("bert.embeddings.dropout", x, m_.hidden_dropout, -1);
   }
 
   int bert_layer(int x, int layer) {
     const std::string p = fmt::format("bert.encoder.layer.{}", layer);
-    tp_enter_parallel_region(x);
-    int attn = self_attention(p + ".attention.self", p + ".attention.output.dense", x, layer, false);
+    int xg = enter_tensor_region(p + ".attention", x, layer);
+    int attn = self_attention(p + ".attention.self", p + ".attention.output.dense", xg, layer, false);
     int r1 = dropout_residual(p + ".attention.output", ".dropout", ".residual", attn, x, false, layer);
-    int x1 = layernorm(p + ".attention.output.LayerNorm", r1, M_, layer);
-    tp_enter_parallel_region(x1);
-    int o = mlp(p + ".intermediate.dense", p + ".output.dense", x1, layer, false);
+    int x1 = layernorm(p + ".attention.output.LayerNorm", r1, R_, layer);
+    int x1g = enter_tensor_region(p + ".intermediate", x1, layer);
+    int o = mlp(p + ".intermediate.dense", p + ".output.dense", x1g, layer, false);
     int r2 = dropout_residual(p + ".output", ".dropout", ".residual", o, x1, false, layer);
-    return layernorm(p + ".output.LayerNorm", r2, M_, layer);
+    return layernorm(p + ".output.LayerNorm", r2, R_, layer);
   }
 
   int bert_heads(int x) {
     const int head = static_cast<int>(m_.num_layers);
+    if (sp_) x = tp_sequence_collective(OpKind::all_gather, "bert.heads.tp_all_gather", x, M_, head);
     const int64_t P = B_ * r_.max_predictions_per_seq();
     g_.inputs.masked_positions = input("masked_positions", {P});
     g_.inputs.masked_labels = input("masked_labels", {P});
@@ -421,24 +453,22 @@ class ForwardBuilder {
   // ---- GPT-2 (pre-LN, causal) ----
   int gpt2_embeddings() {
     g_.inputs.input_ids = input("input_ids", {M_});
-    g_.inputs.position_ids = input("position_ids", {M_});
+    g_.inputs.position_ids = input("position_ids", {R_});  // this rank's sequence shard under sequence parallel
     word_table_ = param("transformer.wte.weight", {vocab_, H_}, true, -1);
     int pos_table = param("transformer.wpe.weight", {m_.max_position_embeddings, H_}, true, -1);
     int we = emit1(OpKind::embedding, "transformer.wte", -1, {word_table_, g_.inputs.input_ids}, {M_, H_});
-    we = tp_all_reduce("transformer.wte.tp_all_reduce", we, -1);
-    int pe = emit1(OpKind::embedding, "transformer.wpe", -1, {pos_table, g_.inputs.position_ids}, {M_, H_});
+    we = leave_tensor_region("transformer.wte", we, -1);
+    int pe = emit1(OpKind::embedding, "transformer.wpe", -1, {pos_table, g_.inputs.position_ids}, {R_, H_});
     int sum = add("transformer.embeddings.sum", {we, pe}, -1);
     return dropout("transformer.drop", sum, m_.hidden_dropout, -1);
   }
 
   int gpt2_layer(int x, int layer) {
     const std::string p = fmt::format("transformer.h.{}", layer);
-    int h = layernorm(p + ".ln_1", x, M_, layer);
-    tp_enter_parallel_region(h);
+    int h = enter_tensor_region(p + ".ln_1", layernorm(p + ".ln_1", x, R_, layer), layer);
     int a = self_attention(p + ".attn", p + ".attn.c_proj", h, layer, true);
     int x1 = dropout_residual(p + ".attn", ".resid_dropout", ".residual", a, x, true, layer);
-    int h2 = layernorm(p + ".ln_2", x1, M_, layer);
-    tp_enter_parallel_region(h2);
+    int h2 = enter_tensor_region(p + ".ln_2", layernorm(p + ".ln_2", x1, R_, layer), layer);
     int o = mlp(p + ".mlp.c_fc", p + ".mlp.c_proj", h2, layer, true);
     return dropout_residual(p + ".mlp", ".dropout", ".residual", o, x1, true, layer);
   }
@@ -446,8 +476,7 @@ class ForwardBuilder {
   int gpt2_head(int x) {
     const int head = static_cast<int>(m_.num_layers);
     g_.inputs.lm_labels = input("lm_labels", {M_});
-    int xf = layernorm("transformer.ln_f", x, M_, head);
-    tp_enter_parallel_region(xf);
+    int xf = enter_tensor_region("transformer.ln_f", layernorm("transformer.ln_f", x, R_, head), head);
     OpAttrs dec;
     dec.gemm.m = M_;
     dec.gemm.n = vocab_;
@@ -594,6 +623,8 @@ class ForwardBuilder {
   const ModelSpec& m_;
   const Recipe& r_;
   int64_t tp_ = 1, B_ = 0, S_ = 0, M_ = 0, H_ = 0, heads_ = 0, kv_heads_ = 0, d_ = 0, ffn_ = 0, vocab_ = 0;
+  bool sp_ = false;  // sequence parallel: the residual stream, LayerNorms and dropouts hold R_ = M_/tp_ rows
+  int64_t R_ = 0;    // rows outside the tensor-parallel region: M_, or this rank's M_/tp_ under sequence parallel
   int word_table_ = -1;
   uint64_t rng_streams_ = 0;
   std::set<int> tp_grad_reduce_;
@@ -622,8 +653,14 @@ void check_recipe_fits_model(const ModelSpec& m, const Recipe& r) {
   if (r.rank_order != RankOrder::tp_dp_pp && r.pipeline_parallel == 1)
     throw InputError(fmt::format("recipe.rank_order {} differs from tp-dp-pp only with pipeline_parallel > 1: remove it "
                                  "or add pipeline stages", to_string(r.rank_order)));
-  if (r.zero_stage > 0 && r.pipeline_parallel > 1)
-    throw InputError("zero_stage with pipeline_parallel > 1 is not simulated yet: use one of them");
+  // With a pipeline only stage 1 (Megatron-LM's distributed optimizer, sharded over each stage's data-parallel
+  // group) is simulated; DeepSpeed, too, combines pipelining with stage 1 only.
+  if (r.zero_stage > 1 && r.pipeline_parallel > 1)
+    throw InputError(fmt::format("zero_stage {} with pipeline_parallel > 1 is not simulated: with a pipeline use "
+                                 "zero_stage 1 (the distributed optimizer) or none", r.zero_stage));
+  if (r.sequence_parallel && m.family == ModelFamily::llama)
+    throw InputError("recipe.sequence_parallel is not simulated for Llama-shaped models yet (their RMSNorm and SwiGLU "
+                     "layers run on the whole sequence): remove it, or use a GPT-2 or BERT model");
   divisible(m.num_heads, "number of heads");
   if (m.kv_heads() != m.num_heads)  // Megatron-LM's rule: K/V heads are split, never replicated (docs/llama.md)
     divisible(m.kv_heads(), "number of key/value heads (grouped-query attention)");

@@ -88,6 +88,23 @@ void validate_pipeline(const Recipe& r) {
                                    r.stage_layers[i]));
 }
 
+// Sequence parallelism splits the tensor-parallel group's sequence (Megatron-LM's rules); selective and full
+// recomputation are two granularities of one choice (Megatron's --recompute-granularity).
+namespace {
+void validate_sequence_parallel(const Recipe& r) {
+  if (r.sequence_parallel && r.tensor_parallel < 2)
+    throw InputError(fmt::format("recipe.sequence_parallel needs tensor_parallel > 1 (it is {}): sequence parallelism "
+                                 "splits the sequence over the tensor-parallel ranks", r.tensor_parallel));
+  if (r.sequence_parallel && r.seq_len % r.tensor_parallel != 0)
+    throw InputError(fmt::format("recipe.sequence_parallel needs seq-len {} to be a multiple of tensor_parallel {} "
+                                 "(each rank holds seq-len / tensor_parallel positions), e.g. {}",
+                                 r.seq_len, r.tensor_parallel, (r.seq_len / r.tensor_parallel + 1) * r.tensor_parallel));
+  if (r.selective_recompute && r.recompute_activations)
+    throw InputError("recipe.selective_recompute and recompute (full) exclude each other: full recomputation already "
+                     "re-runs attention's core; choose one");
+}
+}  // namespace
+
 void validate_recipe(const Recipe& r) {
   // Names as the flags spell them: scenario fields are range-checked (with their file) before this.
   core::check_range(r.micro_batch, core::ranges::micro_batch, "micro-batch");
@@ -101,6 +118,7 @@ void validate_recipe(const Recipe& r) {
     throw InputError(fmt::format("zero stage {}: expected 0 (none), 1 (optimizer state), 2 (+ gradients) or 3 "
                                  "(+ parameters)", r.zero_stage));
   validate_pipeline(r);
+  validate_sequence_parallel(r);
   core::check_range(r.bucket_bytes / (1024.0 * 1024.0), core::ranges::bucket_mib, "bucket size (MiB)");
   core::check_range(r.max_predictions, core::ranges::max_predictions, "max-predictions (0 = derive from seq-len)");
 }

@@ -46,6 +46,13 @@ struct Recipe {
   // data-parallel ranks, replicated across the D/S groups (FSDP HYBRID_SHARD; S = the ranks of a node).
   int64_t shard_group = 0;
   bool recompute_activations = false;
+  // Megatron sequence parallelism (Korthikanti et al. 2022, docs/parallelism.md): LayerNorm, dropout and the
+  // residual adds run on this rank's 1/T of the sequence; each TP all-reduce becomes an all-gather before the
+  // column-parallel linear and a reduce-scatter after the row-parallel one. Needs tensor_parallel > 1.
+  bool sequence_parallel = false;
+  // Selective recomputation (Korthikanti et al. 2022 §5): only attention's core (QKᵀ, softmax, dropout, ·V) is
+  // re-run before its backward, so its S×S tensors are not kept. Exclusive with recompute_activations (full).
+  bool selective_recompute = false;
   double bucket_bytes = 25.0 * 1024 * 1024;  // DDP's default 25 MiB gradient buckets
   // BERT MLM: predictions per sequence. 0 = derive from seq_len as data prepare does (20 at 128, 80 at 512).
   int64_t max_predictions = 0;

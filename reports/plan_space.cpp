@@ -24,6 +24,10 @@ void Layout::apply(models::Recipe& r) const {
   r.shard_group = 0;
   r.rank_order = models::RankOrder::tp_dp_pp;
   r.recompute_activations = recompute;
+  // The scenario's sequence parallelism where this layout has tensor parallelism to split (it needs T > 1),
+  // its selective recomputation where this layout does not recompute everything anyway.
+  r.sequence_parallel = r.sequence_parallel && tensor_parallel > 1;
+  r.selective_recompute = r.selective_recompute && !recompute;
 }
 
 std::string Layout::label() const {
@@ -39,6 +43,9 @@ std::string Layout::label() const {
   return s;
 }
 
+// ZeRO over one data-parallel rank shards nothing. ZeRO-1 with a pipeline is simulated (docs/parallelism.md) but
+// not searched: it lets layouts with less model parallelism fit, which the compute-only bound cannot prune, and
+// GPT-3 175B's search went from 2 to 19 step simulations (7.7 s to about 40 s of CPU) — docs/planning.md.
 std::vector<Layout> enumerate_layouts(int64_t gpus, int64_t gpus_per_node, int64_t num_layers) {
   std::vector<Layout> out;
   for (int64_t tp = 1; tp <= gpus_per_node && gpus % tp == 0; tp *= 2)
@@ -49,7 +56,7 @@ std::vector<Layout> enumerate_layouts(int64_t gpus, int64_t gpus_per_node, int64
         for (int64_t v : schedule.virtual_stages)
           for (int zero : kPlannedZeroStages)
             for (bool recompute : kPlannedRecompute)
-              if (zero == 0 || gpus / (tp * pp) > 1)  // ZeRO over one data-parallel rank shards nothing
+              if (zero == 0 || (gpus / (tp * pp) > 1 && !(zero == 1 && pp > 1)))
                 out.push_back({tp, pp, gpus / (tp * pp), schedule.schedule, v, zero, recompute});
       }
     }

@@ -81,6 +81,7 @@ void parse_parallelism(JsonReader& t, models::Recipe& r) {
                                           t.where("rank_order"));
   r.zero_stage = static_cast<int>(t.get_int("zero_stage", core::ranges::zero_stage, 0));
   r.shard_group = t.get_int("shard_group", core::ranges::parallel, 0);
+  r.sequence_parallel = t.get_bool("sequence_parallel", false);  // Megatron sequence parallelism (needs TP > 1)
   // Megatron-LM's --use-distributed-optimizer: optimizer state (fp32 masters and moments) sharded over the
   // data-parallel ranks, gradients reduce-scattered, parameters all-gathered — ZeRO stage 1 (docs/parallelism.md).
   if (t.get_bool("distributed_optimizer", false)) {
@@ -160,6 +161,7 @@ Scenario parse_scenario(const Json& json, const std::string& source) {
     s.recipe.tensor_parallel = t.get_int("tensor_parallel", core::ranges::parallel, 1);
     parse_parallelism(t, s.recipe);
     s.recipe.recompute_activations = t.get_bool("recompute", false);
+    s.recipe.selective_recompute = t.get_bool("selective_recompute", false);
     s.recipe.bucket_bytes = t.get_number("bucket_mib", core::ranges::bucket_mib, 25) * 1024 * 1024;
     s.recipe.gradient_clipping = t.get_bool("gradient_clipping", true);
     s.algorithm = parse_algorithm(t, "collective_algorithm");

@@ -107,7 +107,7 @@ std::string deeper_pipeline(const models::ModelSpec& model, const models::Recipe
     r.pipeline_parallel = p;
     r.data_parallel = gpus / (recipe.tensor_parallel * p);
     r.stage_layers.clear();
-    r.zero_stage = 0;
+    r.zero_stage = std::min(r.zero_stage, 1);  // a pipeline runs with ZeRO-1 (the distributed optimizer) at most
     r.shard_group = 0;
     if (r.data_parallel * recipe.tensor_parallel * p != gpus || model.num_layers % p != 0 ||
         r.pipeline_schedule == models::PipelineSchedule::interleaved)

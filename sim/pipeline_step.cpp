@@ -16,6 +16,7 @@
 namespace ptsim::sim {
 namespace {
 
+using models::OpKind;
 using models::Phase;
 
 class PipelineStep final : public PipelineTransport {
@@ -48,14 +49,18 @@ class PipelineStep final : public PipelineTransport {
 
   // Activations forward, gradients backward: each tensor-parallel rank sends its 1/T share to the same rank of
   // the next stage, which all-gathers the whole tensor over NVLink (Megatron's scatter/gather optimisation).
+  // Under sequence parallelism the sent tensor is already the rank's 1/T sequence shard, sent whole, and the
+  // next stage's first LayerNorm runs on it as it is: no gather.
   void send(int from_chunk, int to_chunk, bool gradient, std::function<void()> arrived) override {
     const models::TaskGraph& g = chunks_[static_cast<size_t>(std::min(from_chunk, to_chunk))];
+    const bool sequence_shard = g.recipe.sequence_parallel;
     const double bytes = static_cast<double>(g.tensor(g.chunk.send_activation).bytes());
     const int from = from_chunk % shape_.stages, to = to_chunk % shape_.stages;
     const double start = engine_.now();
-    auto p2p = prepared(CollectiveKind::send_recv, bytes / tp_, pairs(from, to), CollectiveAlgorithm::ring);
-    result_.flows_started += run_prepared_collective(network_, p2p, start, [this, to, bytes, start, arrived](const CollectiveResult& r) {
-      if (tp_ == 1) return sent(start, r.finish_seconds, arrived);
+    auto p2p = prepared(CollectiveKind::send_recv, sequence_shard ? bytes : bytes / tp_, pairs(from, to),
+                        CollectiveAlgorithm::ring);
+    result_.flows_started += run_prepared_collective(network_, p2p, start, [this, to, bytes, start, arrived, sequence_shard](const CollectiveResult& r) {
+      if (tp_ == 1 || sequence_shard) return sent(start, r.finish_seconds, arrived);
       auto gather = prepared(CollectiveKind::all_gather, bytes, tp_groups(to), CollectiveAlgorithm::ring);
       result_.flows_started += run_prepared_collective(network_, gather, r.finish_seconds, [this, start, arrived](const CollectiveResult& g) {
         sent(start, g.finish_seconds, arrived);
@@ -147,8 +152,7 @@ class PipelineStep final : public PipelineTransport {
     double seconds = 0;
     for (const auto& op : g.ops) {
       if (!models::is_micro_step_phase(op.phase) || (op.phase == Phase::forward) == backward) continue;
-      const double s = models::is_communication(op.kind) ? tp_all_reduce_seconds(op.attrs.comm.bytes)
-                                                         : op_cost(op, c_.gpu).seconds;
+      const double s = models::is_communication(op.kind) ? tp_collective_seconds(op) : op_cost(op, c_.gpu).seconds;
       (models::is_communication(op.kind) ? timing.blocking_comm_seconds : timing.compute_seconds) +=
           s * static_cast<double>(shape_.micro_batches);
       seconds += s;
@@ -156,10 +160,16 @@ class PipelineStep final : public PipelineTransport {
     return seconds;
   }
 
-  double tp_all_reduce_seconds(double bytes) {
-    auto it = tp_seconds_.find(bytes);
+  // A tensor-parallel all-reduce, or under sequence parallelism an all-gather or reduce-scatter (all rings).
+  double tp_collective_seconds(const models::Op& op) {
+    const CollectiveKind kind = op.kind == OpKind::all_gather       ? CollectiveKind::all_gather
+                                : op.kind == OpKind::reduce_scatter ? CollectiveKind::reduce_scatter
+                                                                    : CollectiveKind::all_reduce;
+    const double bytes = op.attrs.comm.bytes;
+    auto it = tp_seconds_.find({static_cast<int>(kind), bytes});
     if (it != tp_seconds_.end()) return it->second;
     CollectiveSpec spec;
+    spec.kind = kind;
     spec.bytes = bytes;
     const Groups groups = tp_groups(0);
     spec.ranks = groups.front();
@@ -167,7 +177,7 @@ class PipelineStep final : public PipelineTransport {
     spec.algorithm = CollectiveAlgorithm::ring;
     spec.channels = channels();
     spec.mode = c_.mode;
-    return tp_seconds_[bytes] = simulate_collective(c_.cluster, spec).duration_seconds();
+    return tp_seconds_[{static_cast<int>(kind), bytes}] = simulate_collective(c_.cluster, spec).duration_seconds();
   }
 
   StageTiming& stage_timing(int stage) {
@@ -180,23 +190,28 @@ class PipelineStep final : public PipelineTransport {
     arrived();
   }
 
-  // ---- after the last backward: the stage's gradient buckets, one at a time, over its data-parallel group ----
-  std::vector<std::pair<int, int>> comm_ops(int stage) const {  // (chunk, op)
+  // ---- after the last backward: the stage's gradient buckets, one at a time, over its data-parallel group:
+  // all-reduced, or under ZeRO-1 (the distributed optimizer) reduce-scattered, and then each bucket's updated
+  // parameters all-gathered after its update (`parameter_gathers`) ----
+  std::vector<std::pair<int, int>> comm_ops(int stage, bool parameter_gathers) const {  // (chunk, op)
     std::vector<std::pair<int, int>> out;
     for (int g = stage; g < shape_.chunks(); g += shape_.stages)
       for (const auto& op : chunks_[static_cast<size_t>(g)].ops)
-        if (op.phase == Phase::communication) out.emplace_back(g, op.id);
+        if (op.phase == Phase::communication && (op.kind == OpKind::all_gather) == parameter_gathers)
+          out.emplace_back(g, op.id);
     return out;
   }
 
   void start_data_parallel(int stage, size_t next) {
-    const auto ops = comm_ops(stage);
+    const auto ops = comm_ops(stage, false);
     if (next == ops.size()) return data_parallel_done(stage);
     const int chunk = ops[next].first, id = ops[next].second;  // not a structured binding: clang 14 lambdas
     const models::Op& op = chunks_[static_cast<size_t>(chunk)].op(id);
     const double start = engine_.now();
-    auto p = prepared(CollectiveKind::all_reduce, op.attrs.comm.bytes, dp_groups(stage), CollectiveAlgorithm::automatic);
-    result_.data_parallel_algorithm = to_string(p->algorithm);
+    const bool scatter = op.kind == OpKind::reduce_scatter;  // ZeRO's collectives run as rings (as NCCL's do)
+    auto p = prepared(scatter ? CollectiveKind::reduce_scatter : CollectiveKind::all_reduce, op.attrs.comm.bytes,
+                      dp_groups(stage), scatter ? CollectiveAlgorithm::ring : CollectiveAlgorithm::automatic);
+    if (!scatter) result_.data_parallel_algorithm = to_string(p->algorithm);
     result_.flows_started += run_prepared_collective(network_, p, start, [=, this](const CollectiveResult& r) {
       stage_timing(stage).data_parallel_comm_seconds += r.finish_seconds - start;
       if (record_) result_.timeline.push_back({id, 0, Stream::communication, start, r.finish_seconds, chunk, stage});
@@ -248,8 +263,35 @@ class PipelineStep final : public PipelineTransport {
         if (record_) result_.timeline.push_back({op.id, 0, Stream::compute, t, t + s, g, stage});
         timing.compute_seconds += s;
         t += s;
+        update_end_[{g, op.id}] = t;
       }
     timing.finish_seconds = t;
+    gather_parameters(stage, 0);
+  }
+
+  // ZeRO-1: each bucket's updated shard is all-gathered over the stage's data-parallel group as soon as its
+  // update is done and the previous gather has finished (one communication stream), overlapping the other
+  // buckets' updates as in sim/step_simulator; the stage is done when its last gather is.
+  void gather_parameters(int stage, size_t next) {
+    const auto ops = comm_ops(stage, true);
+    if (next == ops.size()) return;
+    const int chunk = ops[next].first, id = ops[next].second;
+    const models::TaskGraph& g = chunks_[static_cast<size_t>(chunk)];
+    double ready = engine_.now();
+    for (auto [e, end] = boost::in_edges(id, g.deps); e != end; ++e)
+      if (auto it = update_end_.find({chunk, static_cast<int>(boost::source(*e, g.deps))}); it != update_end_.end())
+        ready = std::max(ready, it->second);
+    engine_.schedule_at(ready, [this, stage, next, chunk, id, &g] {
+      const double start = engine_.now();
+      auto p = prepared(CollectiveKind::all_gather, g.op(id).attrs.comm.bytes, dp_groups(stage), CollectiveAlgorithm::ring);
+      result_.flows_started += run_prepared_collective(network_, p, start, [=, this](const CollectiveResult& r) {
+        StageTiming& timing = stage_timing(stage);
+        timing.data_parallel_comm_seconds += r.finish_seconds - start;
+        timing.finish_seconds = std::max(timing.finish_seconds, r.finish_seconds);
+        if (record_) result_.timeline.push_back({id, 0, Stream::communication, start, r.finish_seconds, chunk, stage});
+        gather_parameters(stage, next + 1);
+      }).flows_started;
+    });
   }
 
   StepSimulation finish(const PipelineRun& run) {
@@ -286,10 +328,11 @@ class PipelineStep final : public PipelineTransport {
   PipelineShape shape_;
   int tp_ = 1, dp_ = 1;
   std::map<std::string, std::shared_ptr<const PreparedCollective>> prepared_;
-  std::map<double, double> tp_seconds_;
+  std::map<std::pair<int, double>, double> tp_seconds_;  // (collective kind, bytes) → seconds
   CollectiveAlgorithm dp_choice_ = CollectiveAlgorithm::automatic;
   std::vector<StageTiming> stages_;
   std::vector<bool> comm_done_;
+  std::map<std::pair<int, int>, double> update_end_;  // (chunk, optimizer op) → when its update ended
   int embedding_ready_ = 0;
   StepSimulation result_;
 };

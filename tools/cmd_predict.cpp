@@ -123,6 +123,8 @@ const std::vector<NotApplied> kScenarioUnused = {
     {"--data-parallel", "derived from the cluster"},
     {"--tensor-parallel", "use --set recipe.tensor_parallel=N"},
     {"--recompute", "use --set recipe.recompute=true"},
+    {"--selective-recompute", "use --set recipe.selective_recompute=true"},
+    {"--sequence-parallel", "use --set recipe.sequence_parallel=true"},
     {"--bucket-mib", "use --set recipe.bucket_mib=X"},
     {"--max-predictions", "use --set phases.0.max_predictions=N"},
     {"--no-dropout", "cluster predictions always include dropout"},
@@ -153,6 +155,8 @@ core::Json scenario_from_flags(const std::string& model, const std::string& node
   j["recipe"] = {{"precision", f.precision}, {"optimizer", f.optimizer}, {"tensor_parallel", f.tensor_parallel},
                  {"recompute", f.recompute}, {"bucket_mib", f.bucket_mib}, {"gradient_clipping", !f.no_clipping}};
   if (!f.stack.empty()) j["recipe"]["stack"] = f.stack;
+  if (f.sequence_parallel) j["recipe"]["sequence_parallel"] = true;
+  if (f.selective_recompute) j["recipe"]["selective_recompute"] = true;
   core::Json phase = {{"name", "phase1"}, {"seq_len", f.seq_len}, {"micro_batch", f.micro_batch},
                       {"grad_accum", f.grad_accum}, {"steps", steps}};
   if (f.max_predictions > 0) phase["max_predictions"] = f.max_predictions;

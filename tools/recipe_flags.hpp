@@ -17,6 +17,8 @@ struct RecipeFlags {
   int64_t data_parallel = 1;
   int64_t tensor_parallel = 1;
   bool recompute = false;
+  bool selective_recompute = false;
+  bool sequence_parallel = false;
   double bucket_mib = 25;
   int64_t max_predictions = 0;
   bool no_dropout = false;
@@ -34,6 +36,10 @@ inline void add_recipe_flags(CLI::App& app, RecipeFlags& f) {
   app.add_option("--data-parallel", f.data_parallel, "data-parallel ranks")->capture_default_str();
   app.add_option("--tensor-parallel", f.tensor_parallel, "Megatron tensor-parallel ranks")->capture_default_str();
   app.add_flag("--recompute", f.recompute, "recompute each layer's activations in backward");
+  app.add_flag("--selective-recompute", f.selective_recompute,
+               "recompute only attention's core (QK^T, softmax, dropout, ·V) in backward (Korthikanti et al. 2022)");
+  app.add_flag("--sequence-parallel", f.sequence_parallel,
+               "Megatron sequence parallelism: LayerNorm/dropout on 1/T of the sequence (needs --tensor-parallel > 1)");
   app.add_option("--bucket-mib", f.bucket_mib, "gradient all-reduce bucket size in MiB")->capture_default_str();
   app.add_option("--max-predictions", f.max_predictions, "MLM predictions per sequence (0: as data prepare, ceil(15% of seq-len) rounded up to a multiple of 4: 20 at 128, 80 at 512)")
       ->capture_default_str();
@@ -63,6 +69,8 @@ inline models::Recipe to_recipe(const RecipeFlags& f) {
   r.data_parallel = f.data_parallel;
   r.tensor_parallel = f.tensor_parallel;
   r.recompute_activations = f.recompute;
+  r.selective_recompute = f.selective_recompute;
+  r.sequence_parallel = f.sequence_parallel;
   r.bucket_bytes = f.bucket_mib * 1024 * 1024;
   r.max_predictions = f.max_predictions;
   r.include_dropout = !f.no_dropout;

@@ -192,7 +192,7 @@ TEST_CASE("ZeRO combinations that are not simulated, or do not apply, are exit 2
   };
   cases[0].expected = {"recipe.shard_group 4 applies to zero_stage 3", "zero_stage is 2"};
   cases[1].expected = {"recipe.shard_group 3 must be at least 2 and divide the 8 data-parallel ranks"};
-  cases[2].expected = {"zero_stage with pipeline_parallel > 1 is not simulated yet"};
+  cases[2].expected = {"zero_stage 3 with pipeline_parallel > 1 is not simulated", "use zero_stage 1"};
   check_all_refused(cases);
 }
 

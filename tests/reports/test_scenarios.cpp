@@ -186,3 +186,17 @@ TEST_CASE("every shipped scenario names the software stack its source used, and 
   CHECK_THROWS_WITH_AS(reports::predict_scenario(t4, profiles()),
                        doctest::Contains("stack 'pytorch-2-sdpa' has no values for GPU 't4'"), core::InputError);
 }
+
+TEST_CASE("a scenario with sequence parallelism predicts, its one-GPU scaling baseline without it") {
+  // megatron-8.3b-512gpu (TP 8) names a one-GPU baseline (Megatron's 1.2B): that run has no tensor-parallel
+  // group, so it must drop sequence_parallel rather than be refused for it. Two DGX-2H nodes keep it quick.
+  const reports::Prediction tp = reports::predict_scenario(
+      reports::load_scenario("megatron-8.3b-512gpu", {"cluster.nodes=2"}), profiles());
+  const reports::Prediction sp = reports::predict_scenario(
+      reports::load_scenario("megatron-8.3b-512gpu", {"cluster.nodes=2", "recipe.sequence_parallel=true"}), profiles());
+  REQUIRE(sp.scaling_efficiency.has_value());
+  REQUIRE(tp.scaling_efficiency.has_value());
+  // LayerNorm, dropout and residual work on 1/8 of the rows: faster, and less activation memory.
+  CHECK(sp.tflops_per_gpu > tp.tflops_per_gpu);
+  CHECK(sp.memory_per_gpu_bytes < tp.memory_per_gpu_bytes);
+}
