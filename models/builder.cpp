@@ -491,17 +491,16 @@ class ForwardBuilder {
     g_.inputs.input_ids = input("input_ids", {M_});
     word_table_ = param("model.embed_tokens.weight", {vocab_, H_}, true, -1);
     int we = emit1(OpKind::embedding, "model.embed_tokens", -1, {word_table_, g_.inputs.input_ids}, {M_, H_});
-    return tp_all_reduce("model.embed_tokens.tp_all_reduce", we, -1);
+    return leave_tensor_region("model.embed_tokens", we, -1);  // this rank's sequence shard under sequence parallel
   }
 
   int llama_layer(int x, int layer) {
     const std::string p = fmt::format("model.layers.{}", layer);
-    int h = rmsnorm(p + ".input_layernorm", x, layer);
-    tp_enter_parallel_region(h);
+    int h = enter_tensor_region(p + ".input_layernorm", rmsnorm(p + ".input_layernorm", x, layer), layer);
     int a = llama_attention(p + ".self_attn", h, layer);
     int x1 = add(p + ".self_attn.residual", {x, a}, layer);  // no bias, no dropout: nothing to fuse
-    int h2 = rmsnorm(p + ".post_attention_layernorm", x1, layer);
-    tp_enter_parallel_region(h2);
+    int h2 = enter_tensor_region(p + ".post_attention_layernorm", rmsnorm(p + ".post_attention_layernorm", x1, layer),
+                                 layer);
     int o = swiglu_mlp(p + ".mlp", h2, layer);
     return add(p + ".mlp.residual", {x1, o}, layer);
   }
@@ -509,8 +508,7 @@ class ForwardBuilder {
   int llama_head(int x) {
     const int head = static_cast<int>(m_.num_layers);
     g_.inputs.lm_labels = input("lm_labels", {M_});
-    int xf = rmsnorm("model.norm", x, head);
-    tp_enter_parallel_region(xf);
+    int xf = enter_tensor_region("model.norm", rmsnorm("model.norm", x, head), head);
     int w = m_.tie_word_embeddings ? word_table_ : param("lm_head.weight", {vocab_, H_}, true, head);
     OpAttrs dec;
     dec.gemm.m = M_;
@@ -521,12 +519,13 @@ class ForwardBuilder {
     return cross_entropy("lm_head.loss", logits, g_.inputs.lm_labels, M_, vocab_, tp_ == 1 ? m_.vocab_size : 0, head);
   }
 
+  // On the residual stream's rows: B·S, or this rank's B·S/T under sequence parallelism (R_).
   int rmsnorm(const std::string& name, int x, int layer) {
     int gamma = param(name + ".weight", {H_}, false, layer);
-    int y = act(name, {M_, H_}, layer);
-    int rstd = ctx_.activation(name + ".rstd", {M_}, layer, DType::f32);
+    int y = act(name, {R_, H_}, layer);
+    int rstd = ctx_.activation(name + ".rstd", {R_}, layer, DType::f32);
     OpAttrs a;
-    a.rows = M_;
+    a.rows = R_;
     a.cols = H_;
     a.epsilon = m_.layer_norm_eps;
     ctx_.emit(OpKind::rmsnorm, name, Phase::forward, layer, {x, gamma}, {y, rstd}, a);
@@ -539,7 +538,7 @@ class ForwardBuilder {
     int up = linear(p + ".up_proj", x, M_, H_, ffn_, layer, false);
     int y = emit1(OpKind::swiglu, p + ".act_fn", layer, {gate, up}, {M_, ffn_});
     int down = linear(p + ".down_proj", y, M_, ffn_, H_, layer, false);
-    return tp_all_reduce(p + ".down_proj.tp_all_reduce", down, layer);
+    return leave_tensor_region(p + ".down_proj", down, layer);
   }
 
   OpAttrs head_attrs(int64_t heads) const {
@@ -570,7 +569,7 @@ class ForwardBuilder {
                                      : llama_unfused_attention(p, qh, kh, vh, qa, layer);
     int merged = emit1(OpKind::merge_heads, p + ".context.merge", layer, {context}, {M_, q_width}, qa);
     int out = linear(p + ".o_proj", merged, M_, q_width, H_, layer, false);
-    return tp_all_reduce(p + ".o_proj.tp_all_reduce", out, layer);
+    return leave_tensor_region(p + ".o_proj", out, layer);
   }
 
   int llama_fused_attention(const std::string& p, int qh, int kh, int vh, const OpAttrs& heads, int layer) {
@@ -658,9 +657,6 @@ void check_recipe_fits_model(const ModelSpec& m, const Recipe& r) {
   if (r.zero_stage > 1 && r.pipeline_parallel > 1)
     throw InputError(fmt::format("zero_stage {} with pipeline_parallel > 1 is not simulated: with a pipeline use "
                                  "zero_stage 1 (the distributed optimizer) or none", r.zero_stage));
-  if (r.sequence_parallel && m.family == ModelFamily::llama)
-    throw InputError("recipe.sequence_parallel is not simulated for Llama-shaped models yet (their RMSNorm and SwiGLU "
-                     "layers run on the whole sequence): remove it, or use a GPT-2 or BERT model");
   divisible(m.num_heads, "number of heads");
   if (m.kv_heads() != m.num_heads)  // Megatron-LM's rule: K/V heads are split, never replicated (docs/llama.md)
     divisible(m.kv_heads(), "number of key/value heads (grouped-query attention)");

@@ -178,3 +178,50 @@ TEST_CASE("sequence parallelism and selective recomputation refuse what they can
   both.recompute_activations = true;
   CHECK_THROWS_WITH_AS(build_task_graph(gpt(1), both), doctest::Contains("exclude each other"), ptsim::core::InputError);
 }
+
+TEST_CASE("a Llama layer under sequence parallelism: the same collectives as GPT, RMSNorm and residuals on S/t rows") {
+  // Llama's pre-RMSNorm layer has the same two tensor-parallel regions as GPT-2's (attention, SwiGLU MLP), so
+  // the collective pattern must be the GPT test's above; RMSNorm and the residual adds run on B·S/t rows
+  // (their FLOPs ÷ t, exact), the GEMMs and the attention core are unchanged. Grouped-query (kv 4 of 16).
+  auto llama = [](int64_t layers) {
+    ModelSpec m = gpt(layers);
+    m.name = "llama-sp-test";
+    m.family = ModelFamily::llama;
+    m.num_kv_heads = 4;
+    m.intermediate_size = 2816;
+    m.rope_theta = 10000;
+    m.tie_word_embeddings = false;
+    return m;
+  };
+  auto layer_ops = [&](const Recipe& r) {
+    std::map<std::string, int> comm;
+    std::map<std::string, double> flops;
+    for (const Op& op : build_task_graph(llama(1), r).ops) {
+      if (op.layer != 0) continue;
+      if (is_communication(op.kind)) ++comm[std::string(to_string(op.phase)) + " " + to_string(op.kind)];
+      else if (op.phase == Phase::forward) flops[to_string(op.kind)] += op.flops;
+    }
+    return std::make_pair(comm, flops);
+  };
+  const auto tp = layer_ops(recipe(4, false)), sp = layer_ops(recipe(4, true));
+  CHECK(tp.first == std::map<std::string, int>{{"forward all_reduce", 2}, {"backward all_reduce", 2}});
+  CHECK(sp.first == std::map<std::string, int>{{"forward all_gather", 2},
+                                               {"forward reduce_scatter", 2},
+                                               {"backward reduce_scatter", 2},
+                                               {"backward all_gather", 2},
+                                               {"recompute all_gather", 2}});
+  for (const char* k : {"rmsnorm", "add"}) {
+    CAPTURE(k);
+    CHECK(sp.second.at(k) == doctest::Approx(tp.second.at(k) / 4));
+  }
+  for (const char* k : {"gemm", "batched_gemm", "softmax", "swiglu", "rotary_embedding"}) {
+    CAPTURE(k);
+    CHECK(sp.second.at(k) == doctest::Approx(tp.second.at(k)));
+  }
+  // And it keeps less for backward: the residual stream's activations are split.
+  const double kept_tp = plan_memory(build_task_graph(llama(2), recipe(4, false))).retained_activation_bytes -
+                         plan_memory(build_task_graph(llama(1), recipe(4, false))).retained_activation_bytes;
+  const double kept_sp = plan_memory(build_task_graph(llama(2), recipe(4, true))).retained_activation_bytes -
+                         plan_memory(build_task_graph(llama(1), recipe(4, true))).retained_activation_bytes;
+  CHECK(kept_sp < kept_tp);
+}
