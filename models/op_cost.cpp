@@ -42,6 +42,16 @@ double elementwise_flops_per_element(OpKind kind) {
   }
 }
 
+// The share of the S×S scores a fused attention kernel computes. Causal: the kernel skips the key blocks
+// wholly above the diagonal — of n = ⌈S/128⌉ blocks per row of blocks (FlashAttention-2's 128-wide blocks,
+// Dao 2023; docs/references.md, "FlashAttention-2") it computes n(n + 1)/2 of n², i.e. (n + 1)/(2n).
+double causal_tile_fraction(const Op& op) {
+  if (!op.attrs.causal) return 1.0;
+  constexpr int64_t kBlock = 128;
+  const double n = static_cast<double>((op.attrs.gemm.m + kBlock - 1) / kBlock);
+  return (n + 1) / (2 * n);
+}
+
 }  // namespace
 
 void assign_op_cost(const TaskGraph& g, Op& op) {
@@ -54,7 +64,7 @@ void assign_op_cost(const TaskGraph& g, Op& op) {
     case OpKind::fused_attention_backward: {
       // Forward: QKᵀ and P·V (2 batched GEMMs of 2·S·S·d per head) plus the softmax (5 per score);
       // backward recomputes QKᵀ and runs dV, dP, dQ, dK: 5 GEMMs (FlashAttention-2, Dao 2023).
-      const double score_elements = static_cast<double>(gm.batch) * gm.m * gm.n;
+      const double score_elements = static_cast<double>(gm.batch) * gm.m * gm.n * causal_tile_fraction(op);
       const double gemm_flops = 2.0 * score_elements * gm.k;
       flops = op.kind == OpKind::fused_attention ? 2 * gemm_flops + 5 * score_elements : 5 * gemm_flops + 4 * score_elements;
       break;

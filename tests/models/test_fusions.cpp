@@ -62,6 +62,25 @@ TEST_CASE("a fused-attention graph has no S×S activation in its memory plan, an
   CHECK(plain_batched == doctest::Approx(12 * 2 * (2.0 * bh * s * s * 64)).epsilon(1e-12));
 }
 
+TEST_CASE("a causal fused attention is charged only the key blocks on and below the diagonal") {
+  // GPT-2 at seq 1024: n = 1024/128 = 8 blocks of FlashAttention-2's 128 keys per row of blocks, of which
+  // n(n+1)/2 = 36 of 64 are computed (models/op_cost.cpp): every score term × 9/16, exact (powers of two).
+  Recipe r;
+  r.precision = Precision::bf16;
+  r.micro_batch = 2;
+  r.seq_len = 1024;
+  r.fused_attention = true;
+  const TaskGraph g = build_task_graph(load_model("gpt2-124m"), r);
+  const double scores = 2.0 * 12 * 1024 * 1024 * (9.0 / 16.0);
+  int seen = 0;
+  for (const Op& op : g.ops) {
+    if (op.kind == OpKind::fused_attention) CHECK(op.flops == 2 * (2 * scores * 64) + 5 * scores);
+    if (op.kind == OpKind::fused_attention_backward) CHECK(op.flops == 5 * (2 * scores * 64) + 4 * scores);
+    seen += op.kind == OpKind::fused_attention || op.kind == OpKind::fused_attention_backward;
+  }
+  CHECK(seen == 24);
+}
+
 TEST_CASE("without a multi-tensor optimizer every parameter tensor is its own update") {
   const ModelSpec m = load_model("bert-tiny");
   Recipe r = bert_recipe(false);
