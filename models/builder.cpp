@@ -584,6 +584,7 @@ class ForwardBuilder {
     fa.cols = S_;
     fa.causal = true;
     fa.dropout_p = r_.include_dropout ? m_.attention_dropout : 0;
+    if (fa.dropout_p > 0) fa.rng_stream = ++rng_streams_;  // the stream the unfused dropout would take
     int context = act(p + ".fused_attention", {bh, S_, d_}, layer);
     int lse = ctx_.activation(p + ".fused_attention.lse", {bh, S_}, layer, DType::f32);
     ctx_.emit(OpKind::fused_attention, p + ".fused_attention", Phase::forward, layer, {qh, kh, vh}, {context, lse}, fa);

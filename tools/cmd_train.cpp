@@ -189,6 +189,9 @@ int run_train_command(int argc, char** argv) {
   if (c.fused_softmax_dropout && no_dropout)
     throw core::InputError("ptsim train: --fuse-softmax-dropout fuses attention's dropout into its softmax; with "
                            "--no-dropout there is no dropout to fuse (drop one of the two flags)");
+  if (c.fused_attention && c.fused_softmax_dropout)
+    throw core::InputError("ptsim train: --fused-attention already runs attention's softmax and dropout inside one "
+                           "kernel; --fuse-softmax-dropout fuses them in the unfused graph (drop one of the two flags)");
   c.clipping = !no_clipping;
   c.shuffle = !no_shuffle;
 

@@ -33,6 +33,7 @@
 #include "runtime/data/tokenizer.hpp"        // defines: hash_to_hex
 #include "runtime/exec/executor.hpp"
 #include "runtime/optim/loss_scaler.hpp"
+#include "runtime/exec/math/attention_math.hpp"  // defines: kCudaFusedAttentionMaxHeadDim
 #include "runtime/optim/optimizer.hpp"
 
 namespace ptsim::runtime {
@@ -173,6 +174,7 @@ Json run_identity(const TrainConfig& c, const models::TaskGraph& g, uint64_t voc
           {"optimizer", models::to_string(c.optimizer)},
           {"precision", models::to_string(c.precision)},
           {"dropout", c.dropout},
+          {"fused_attention", c.fused_attention},
           {"fused_softmax_dropout", c.fused_softmax_dropout},
           {"fused_bias_dropout_residual", c.fused_bias_dropout_residual},
           {"clipping", c.clipping},
@@ -300,6 +302,10 @@ class Trainer {
     recipe.fused_bias_dropout_residual = c_.fused_bias_dropout_residual;
     recipe.gradient_clipping = c_.clipping;
     recipe.bucket_bytes = c_.bucket_mib * 1024 * 1024;  // sums are elementwise: the size changes no result
+    if (c_.fused_attention && c_.backend == BackendKind::cuda && model.head_dim() > math::kCudaFusedAttentionMaxHeadDim)
+      throw InputError(fmt::format("ptsim train: --fused-attention on the CUDA backend takes head dims up to {} ({} has "
+                                   "{}): drop --fused-attention or use more heads",
+                                   math::kCudaFusedAttentionMaxHeadDim, model.name, model.head_dim()));
     graph_ = std::make_unique<models::TaskGraph>(models::build_task_graph(model, recipe));
 
     // The executor allocates its buffers as models::plan_memory lays them out (weights, gradients, optimizer
@@ -400,8 +406,8 @@ class Trainer {
     // Checkpoints written before --precision existed ran fp32 without loss scaling: read them as such.
     Json saved = field("run");
     if (saved.is_object() && !saved.contains("precision")) saved["precision"] = "fp32";
-    // ... and those written before the fused dropout flags ran the unfused graph.
-    for (const char* fused : {"fused_softmax_dropout", "fused_bias_dropout_residual"})
+    // ... and those written before the fused-op flags ran the unfused graph.
+    for (const char* fused : {"fused_attention", "fused_softmax_dropout", "fused_bias_dropout_residual"})
       if (saved.is_object() && !saved.contains(fused)) saved[fused] = false;
     for (auto it = expected.begin(); it != expected.end(); ++it) {
       if (!saved.contains(it.key()) || saved.at(it.key()) != it.value())

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/exec/math/attention_math.hpp"  // defines: kCudaFusedAttentionMaxHeadDim
+
 namespace ptsim::runtime::cuda {
 
 struct FusedAttentionArgs {
@@ -21,7 +23,7 @@ struct FusedAttentionArgs {
 };
 
 // The largest head dim the kernels take.
-inline constexpr int64_t kFusedAttentionMaxHeadDim = 128;
+inline constexpr int64_t kFusedAttentionMaxHeadDim = math::kCudaFusedAttentionMaxHeadDim;
 
 void launch_fused_attention_forward(float* context, float* lse, const float* q, const float* k, const float* v,
                                     const FusedAttentionArgs& args, cudaStream_t stream);

@@ -15,6 +15,10 @@
 
 namespace ptsim::runtime::math {
 
+// The widest head the CUDA kernels take (kernels for 64 and 128 columns; cuda/attention.hpp): here so host
+// code without CUDA headers (the trainer's up-front check) can refuse a wider one.
+inline constexpr int64_t kCudaFusedAttentionMaxHeadDim = 128;
+
 // The padding-mask row of batch·head `bh`: attention_mask (B,S) + (bh / heads)·S; null without a mask.
 PTSIM_HD inline const int32_t* attention_keep_row(const int32_t* keep, int64_t bh, int64_t heads, int64_t seq) {
   return keep == nullptr ? nullptr : keep + (bh / heads) * seq;

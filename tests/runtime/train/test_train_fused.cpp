@@ -76,3 +76,13 @@ TEST_CASE("train: --fuse-softmax-dropout with --no-dropout is exit 2 naming both
   CHECK(r.output.find("--fuse-softmax-dropout") != std::string::npos);
   CHECK(r.output.find("--no-dropout") != std::string::npos);
 }
+
+TEST_CASE("train: --fuse-softmax-dropout with --fused-attention is exit 2 naming both flags") {
+  // The fused attention kernel already holds the softmax and its dropout: the second flag would do nothing.
+  const TinySetup& s = setup();
+  const auto r = run_ptsim("train --model bert-tiny --data " + quote(s.data) +
+                           " --threads 1 --quiet --steps 1 --fused-attention --fuse-softmax-dropout");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("--fuse-softmax-dropout") != std::string::npos);
+  CHECK(r.output.find("--fused-attention") != std::string::npos);
+}

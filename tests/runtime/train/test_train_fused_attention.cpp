@@ -27,7 +27,7 @@ std::vector<MetricsLine> train_losses(const std::string& name, const std::string
 }
 
 // The two graphs differ only in the order of floating-point operations inside attention (online softmax
-// over key tiles vs one softmax pass; Eigen tile products vs the batched GEMMs): each op's f32 results agree
+// over key tiles vs one softmax pass; OpenBLAS tile products vs the batched GEMMs): each op's f32 results agree
 // to a few u = 2^-24 ≈ 6e-8 relative (tests/runtime/exec/test_fused_attention.cpp, the backend-ops
 // harness), and 3 small-LR steps do not amplify that much. Allowed: 1e-6 relative, ~16 ulp of f32 at a
 // loss of ~6.7 (measured: the two runs' f32 losses are bitwise equal, dropout off and on). A wrong dropout
@@ -56,4 +56,18 @@ TEST_CASE("train --fused-attention: 3 bert-tiny steps match the unfused graph, d
 
 TEST_CASE("train --fused-attention: 3 bert-tiny steps match the unfused graph, dropout on") {
   check_same_losses("");
+}
+
+TEST_CASE("train: --resume refuses a checkpoint written with the other attention graph") {
+  // --fused-attention is part of the run's identity: resuming without it (or with it, after a run without)
+  // would change the graph mid-run. Exit 2 naming the field.
+  const TinySetup& s = setup();
+  const fs::path dir = fresh_dir("resume_identity");
+  const std::string flags = "train --model bert-tiny --data " + quote(s.data) + " --threads 1 --quiet --steps 2 " +
+                            "--micro-batch 4 --checkpoint-dir " + quote(dir / "ckpt");
+  auto r = run_ptsim(flags + " --fused-attention --stop-after 1");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  r = run_ptsim(flags + " --resume");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("fused_attention") != std::string::npos);
 }
