@@ -292,13 +292,14 @@ class ForwardBuilder {
   }
 
   // ---- attention (shared by BERT and GPT-2) ----
-  // The fused kernel a stack with "fused_attention" runs: one op from the heads to the context; it keeps the
-  // softmax's log-sum-exp per row (B·nh·S floats) for backward instead of the S×S probabilities.
-  int fused_attention(const std::string& prefix, const std::string& out_prefix, int qh, int kh, int vh,
-                      const OpAttrs& heads, int layer, bool causal) {
-    const int64_t bh = B_ * heads_, local_hidden = heads_ * d_;
+  // The fused kernel a stack with "fused_attention" runs: one op from the heads to the context [B·nh, S, d];
+  // it keeps the softmax's log-sum-exp per row (B·nh·S floats) for backward instead of the S×S probabilities.
+  // K/V may have fewer heads than Q (grouped-query attention): the kernel reads each once for its group.
+  int fused_attention_core(const std::string& prefix, int qh, int kh, int vh, const OpAttrs& heads, int layer,
+                           bool causal) {
+    const int64_t bh = B_ * heads_;
     OpAttrs fa = heads;
-    fa.gemm.batch = bh;
+    fa.gemm.batch = bh;  // FLOPs per query head
     fa.gemm.m = S_;
     fa.gemm.n = S_;
     fa.gemm.k = d_;
@@ -315,26 +316,14 @@ class ForwardBuilder {
     int context = act(prefix + ".fused_attention", {bh, S_, d_}, layer);
     int lse = ctx_.activation(prefix + ".fused_attention.lse", {bh, S_}, layer, DType::f32);
     ctx_.emit(OpKind::fused_attention, prefix + ".fused_attention", Phase::forward, layer, inputs, {context, lse}, fa);
-    int merged = emit1(OpKind::merge_heads, prefix + ".context.merge", layer, {context}, {M_, local_hidden}, heads);
-    int out = output_linear(out_prefix, merged, local_hidden, layer);
-    return leave_tensor_region(out_prefix, out, layer);
+    return context;
   }
 
-  int self_attention(const std::string& prefix, const std::string& out_prefix, int x, int layer, bool causal) {
-    const int64_t local_hidden = heads_ * d_;
-    int q = linear(prefix + ".query", x, M_, H_, local_hidden, layer);
-    int k = linear(prefix + ".key", x, M_, H_, local_hidden, layer);
-    int v = linear(prefix + ".value", x, M_, H_, local_hidden, layer);
-    OpAttrs heads;
-    heads.batch = B_;
-    heads.seq = S_;
-    heads.heads = heads_;
-    heads.head_dim = d_;
+  // Without the fused kernel: scores = QKᵀ/√d, the (masked) softmax and its dropout, then ·V; returns the
+  // context [B·nh, S, d]. K and V have the query's head count here.
+  int unfused_attention_core(const std::string& prefix, int qh, int kh, int vh, const OpAttrs& heads, int layer,
+                             bool causal) {
     const int64_t bh = B_ * heads_;
-    int qh = emit1(OpKind::split_heads, prefix + ".query.split", layer, {q}, {bh, S_, d_}, heads);
-    int kh = emit1(OpKind::split_heads, prefix + ".key.split", layer, {k}, {bh, S_, d_}, heads);
-    int vh = emit1(OpKind::split_heads, prefix + ".value.split", layer, {v}, {bh, S_, d_}, heads);
-    if (r_.fused_attention) return fused_attention(prefix, out_prefix, qh, kh, vh, heads, layer, causal);
     OpAttrs sc;
     sc.gemm.batch = bh;
     sc.gemm.m = S_;
@@ -355,7 +344,25 @@ class ForwardBuilder {
     cx.gemm.m = S_;
     cx.gemm.n = d_;
     cx.gemm.k = S_;
-    int context = emit1(OpKind::batched_gemm, prefix + ".context", layer, {probs, vh}, {bh, S_, d_}, cx);
+    return emit1(OpKind::batched_gemm, prefix + ".context", layer, {probs, vh}, {bh, S_, d_}, cx);
+  }
+
+  int self_attention(const std::string& prefix, const std::string& out_prefix, int x, int layer, bool causal) {
+    const int64_t local_hidden = heads_ * d_;
+    int q = linear(prefix + ".query", x, M_, H_, local_hidden, layer);
+    int k = linear(prefix + ".key", x, M_, H_, local_hidden, layer);
+    int v = linear(prefix + ".value", x, M_, H_, local_hidden, layer);
+    OpAttrs heads;
+    heads.batch = B_;
+    heads.seq = S_;
+    heads.heads = heads_;
+    heads.head_dim = d_;
+    const int64_t bh = B_ * heads_;
+    int qh = emit1(OpKind::split_heads, prefix + ".query.split", layer, {q}, {bh, S_, d_}, heads);
+    int kh = emit1(OpKind::split_heads, prefix + ".key.split", layer, {k}, {bh, S_, d_}, heads);
+    int vh = emit1(OpKind::split_heads, prefix + ".value.split", layer, {v}, {bh, S_, d_}, heads);
+    int context = r_.fused_attention ? fused_attention_core(prefix, qh, kh, vh, heads, layer, causal)
+                                     : unfused_attention_core(prefix, qh, kh, vh, heads, layer, causal);
     int merged = emit1(OpKind::merge_heads, prefix + ".context.merge", layer, {context}, {M_, local_hidden}, heads);
     int out = output_linear(out_prefix, merged, local_hidden, layer);
     return leave_tensor_region(out_prefix, out, layer);
@@ -565,57 +572,15 @@ class ForwardBuilder {
     int vh = emit1(OpKind::split_heads, p + ".v_proj.split", layer, {v}, {B_ * kv_heads_, S_, d_}, kva);
     qh = emit1(OpKind::rotary_embedding, p + ".q_rotary", layer, {qh}, {B_ * heads_, S_, d_}, qa);
     kh = emit1(OpKind::rotary_embedding, p + ".k_rotary", layer, {kh}, {B_ * kv_heads_, S_, d_}, kva);
-    int context = r_.fused_attention ? llama_fused_attention(p, qh, kh, vh, qa, layer)
-                                     : llama_unfused_attention(p, qh, kh, vh, qa, layer);
+    if (!r_.fused_attention && kv_heads_ < heads_) {  // an unfused stack copies K/V to every query head
+      kh = emit1(OpKind::repeat_kv, p + ".k_proj.repeat_kv", layer, {kh}, {B_ * heads_, S_, d_}, qa);
+      vh = emit1(OpKind::repeat_kv, p + ".v_proj.repeat_kv", layer, {vh}, {B_ * heads_, S_, d_}, qa);
+    }
+    int context = r_.fused_attention ? fused_attention_core(p, qh, kh, vh, qa, layer, true)
+                                     : unfused_attention_core(p, qh, kh, vh, qa, layer, true);
     int merged = emit1(OpKind::merge_heads, p + ".context.merge", layer, {context}, {M_, q_width}, qa);
     int out = linear(p + ".o_proj", merged, M_, q_width, H_, layer, false);
     return leave_tensor_region(p + ".o_proj", out, layer);
-  }
-
-  int llama_fused_attention(const std::string& p, int qh, int kh, int vh, const OpAttrs& heads, int layer) {
-    const int64_t bh = B_ * heads_;
-    OpAttrs fa = heads;
-    fa.gemm.batch = bh;  // FLOPs per query head; K/V are the kv-head tensors, read once per group
-    fa.gemm.m = S_;
-    fa.gemm.n = S_;
-    fa.gemm.k = d_;
-    fa.gemm.alpha = 1.0 / std::sqrt(static_cast<double>(d_));
-    fa.rows = bh * S_;
-    fa.cols = S_;
-    fa.causal = true;
-    fa.dropout_p = r_.include_dropout ? m_.attention_dropout : 0;
-    if (fa.dropout_p > 0) fa.rng_stream = ++rng_streams_;  // the stream the unfused dropout would take
-    int context = act(p + ".fused_attention", {bh, S_, d_}, layer);
-    int lse = ctx_.activation(p + ".fused_attention.lse", {bh, S_}, layer, DType::f32);
-    ctx_.emit(OpKind::fused_attention, p + ".fused_attention", Phase::forward, layer, {qh, kh, vh}, {context, lse}, fa);
-    return context;
-  }
-
-  int llama_unfused_attention(const std::string& p, int qh, int kh, int vh, const OpAttrs& heads, int layer) {
-    const int64_t bh = B_ * heads_;
-    if (kv_heads_ < heads_) {
-      kh = emit1(OpKind::repeat_kv, p + ".k_proj.repeat_kv", layer, {kh}, {bh, S_, d_}, heads);
-      vh = emit1(OpKind::repeat_kv, p + ".v_proj.repeat_kv", layer, {vh}, {bh, S_, d_}, heads);
-    }
-    OpAttrs sc;
-    sc.gemm.batch = bh;
-    sc.gemm.m = S_;
-    sc.gemm.n = S_;
-    sc.gemm.k = d_;
-    sc.gemm.trans_b = true;
-    sc.gemm.alpha = 1.0 / std::sqrt(static_cast<double>(d_));
-    int scores = emit1(OpKind::batched_gemm, p + ".scores", layer, {qh, kh}, {bh, S_, S_}, sc);
-    OpAttrs sm = heads;
-    sm.rows = bh * S_;
-    sm.cols = S_;
-    sm.causal = true;
-    int probs = softmax_then_dropout(p, {scores}, sm, layer);
-    OpAttrs cx;
-    cx.gemm.batch = bh;
-    cx.gemm.m = S_;
-    cx.gemm.n = d_;
-    cx.gemm.k = S_;
-    return emit1(OpKind::batched_gemm, p + ".context", layer, {probs, vh}, {bh, S_, d_}, cx);
   }
 
   BuildContext ctx_;
