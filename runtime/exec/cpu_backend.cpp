@@ -401,6 +401,17 @@ int64_t last_dim(const TaskGraph& g, int id) {
   return s.empty() ? 1 : s.back();
 }
 
+// The masking of a softmax (and of the fused softmax + dropout) over rows of `cols` scores: the optional
+// padding mask (B,S) as the op's second input, the heads and sequence it is laid out by, causal or not.
+cpu::SoftmaxMask softmax_mask(std::span<void* const> in, const models::OpAttrs& a, int64_t cols) {
+  cpu::SoftmaxMask mask;
+  mask.keep = in.size() > 1 ? static_cast<const int32_t*>(in[1]) : nullptr;
+  mask.heads = a.heads > 0 ? a.heads : 1;
+  mask.seq = a.seq > 0 ? a.seq : cols;
+  mask.causal = a.causal;
+  return mask;
+}
+
 template <class T>
 class CpuBackend final : public cpu::CpuDevice {
  public:
@@ -456,11 +467,7 @@ class CpuBackend final : public cpu::CpuDevice {
       }
       case OpKind::softmax: {  // scores (B·nh,S,S), (mask (B,S)) → probs
         const int64_t cols = last_dim(g, op.inputs[0]);
-        cpu::SoftmaxMask mask;
-        mask.keep = in.size() > 1 ? ids(1) : nullptr;
-        mask.heads = a.heads > 0 ? a.heads : 1;
-        mask.seq = a.seq > 0 ? a.seq : cols;
-        mask.causal = a.causal;
+        const cpu::SoftmaxMask mask = softmax_mask(in, a, cols);
         cpu::softmax_forward<T>(y(0), x(0), elements(g, op.inputs[0]) / cols, cols, mask);
         break;
       }
@@ -481,11 +488,7 @@ class CpuBackend final : public cpu::CpuDevice {
         break;
       case OpKind::softmax_dropout: {  // scores, (mask (B,S)) → dropped, probs, mask (u8)
         const int64_t cols = last_dim(g, op.inputs[0]);
-        cpu::SoftmaxMask mask;
-        mask.keep = in.size() > 1 ? ids(1) : nullptr;
-        mask.heads = a.heads > 0 ? a.heads : 1;
-        mask.seq = a.seq > 0 ? a.seq : cols;
-        mask.causal = a.causal;
+        const cpu::SoftmaxMask mask = softmax_mask(in, a, cols);
         const uint64_t key = cpu::dropout_key(context.seed, context.step, context.micro_step, a.rng_stream);
         cpu::softmax_dropout_forward<T>(y(0), y(1), static_cast<uint8_t*>(out[2]), x(0),
                                         elements(g, op.inputs[0]) / cols, cols, mask, a.dropout_p, key);
