@@ -159,13 +159,19 @@ json sweep_to_json(const SweepSpec& spec, const std::vector<ConfigResult>& resul
 
 std::string sweep_to_csv(const SweepSpec& spec, const std::vector<ConfigResult>& results) {
   std::string out = "index";
-  for (const auto& axis : spec.axes) out += "," + csv_cell(axis.key);
+  for (const auto& axis : spec.axes) {  // (two appends, not "," + cell: g++ 12 -Wrestrict false positive)
+    out += ',';
+    out += csv_cell(axis.key);
+  }
   out += ",feasible,infeasible_kind,reason,gpus,node,gpu,network,recipe,time_to_train_seconds,gpu_hours,"
          "scaling_efficiency,memory_per_gpu_gib,rental_usd,spot_usd,ownership_usd,purchase_usd,break_even_days,"
          "meets_deadline,within_budget,frontier_rental,frontier_spot,frontier_ownership\n";
   for (const auto& r : results) {
     out += std::to_string(r.index);
-    for (const auto& [key, value] : r.settings) out += "," + csv_cell(setting_text(value));
+    for (const auto& [key, value] : r.settings) {
+      out += ',';
+      out += csv_cell(setting_text(value));
+    }
     const auto frontier = [&](const char* b) { return r.on_frontier.count(b) ? "1" : "0"; };
     out += fmt::format(",{},{},{}", r.feasible ? 1 : 0, r.infeasible_kind,
                        csv_cell(r.reason.substr(0, r.reason.find('\n'))));
