@@ -7,15 +7,17 @@
 # (ptsim, torch, ptsim, torch, ...) so drifting load on a shared machine hits both alike; each run times
 # STEPS steps after one warm-up step and reports its median; the table shows the median over REPEATS runs.
 # ptsim's per-op-kind shares come from the last run's --op-times file.
-# ptsim also runs with the fused dropout ops (--fuse-softmax-dropout --fuse-bias-dropout-residual; FUSED=0
-# skips it) in the same round, so the fused/unfused ratio is measured side by side.
+# ptsim also runs with FUSED_FLAGS (default: the fused dropout ops, --fuse-softmax-dropout
+# --fuse-bias-dropout-residual; --fused-attention for the fused attention; FUSED=0 skips it) in the same round,
+# so the fused/unfused ratio is measured side by side.
 # PyTorch runs twice per round: as installed (the baseline of docs/cpu-performance.md), and with
 # OPENBLAS_CORETYPE set to the kernel family ptsim picks for this CPU (runtime/exec/cpu_gemm.cpp), which is
 # like for like where the installed OpenBLAS does not know the CPU and falls back to generic kernels.
 # Usage: tools/bench_cpu_step.sh [WORKDIR]   (default data/bench)
 #   env: THREADS (2), REPEATS (3), STEPS (tiny 5, base 3), SHAPES ("tiny base"), PTSIM (build/tools/ptsim),
 #        PYTHON (/usr/bin/python3), SAME_KERNELS (1; 0 skips the second PyTorch run), FUSED (1; 0 skips the
-#        fused ptsim run), TORCH (1; 0 runs ptsim only: the fused/unfused comparison on a busy machine)
+#        fused ptsim run), FUSED_FLAGS (the fused run's train flags, above), TORCH (1; 0 runs ptsim only: the
+#        fused/unfused comparison on a busy machine)
 # Needs: a built ptsim (tools/bootstrap.sh), the demo corpus (tools/make_corpus.sh: bible-kjv, bible-kjv-text)
 # and PyTorch with an optimised BLAS: apt-get install python3-torch python3-numpy libopenblas0-pthread
 # (without OpenBLAS, Debian's torch uses the reference BLAS, ~9x slower: not a fair baseline).
@@ -29,6 +31,7 @@ repeats="${REPEATS:-3}"
 shapes="${SHAPES:-tiny base}"
 same_kernels="${SAME_KERNELS:-1}"
 fused="${FUSED:-1}"
+read -r -a fused_flags <<<"${FUSED_FLAGS:---fuse-softmax-dropout --fuse-bias-dropout-residual}"
 torch="${TORCH:-1}"
 # The kernel family cpu_gemm.cpp names for this CPU (same rule: AVX-512 F/BW/DQ/VL, else AVX2 + FMA).
 flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true) "
@@ -63,12 +66,12 @@ batch_of() { case "$1" in tiny) echo 32 ;; base) echo 8 ;; esac; }
 steps_of() { if [ -n "${STEPS:-}" ]; then echo "$STEPS"; else case "$1" in tiny) echo 5 ;; base) echo 3 ;; esac; fi; }
 
 # One ptsim run: STEPS+1 steps (the first is warm-up), prints the median step_seconds of the rest.
-# $2 (optional): "fused" adds the fused dropout flags; its files are *_fused_<shape>.
+# $2 (optional): "fused" adds FUSED_FLAGS; its files are *_fused_<shape>.
 run_ptsim() {
   local shape=$1 variant=${2:-} model batch steps tag extra=()
   model=$(model_of "$shape"); batch=$(batch_of "$shape"); steps=$(steps_of "$shape")
   tag=$shape
-  if [ "$variant" = fused ]; then tag=fused_$shape; extra=(--fuse-softmax-dropout --fuse-bias-dropout-residual); fi
+  if [ "$variant" = fused ]; then tag=fused_$shape; extra=("${fused_flags[@]}"); fi
   rm -f "$work/metrics_$tag.jsonl"
   "$ptsim" train --backend cpu --model "$model" --data "$work/kjv128" --steps $((steps + 1)) \
     --micro-batch "$batch" --optimizer adamw --lr 1e-4 --schedule constant --seed 1 --threads "$threads" \
@@ -103,9 +106,10 @@ for r in $(seq 1 "$repeats"); do
 done
 
 # The table, and where ptsim's time goes (by op kind, from the last run's op times).
-"$python" - "$results" "$work" "$threads" "$vocab" "$shapes" "${coretype:-none}" <<'PY'
+"$python" - "$results" "$work" "$threads" "$vocab" "$shapes" "${coretype:-none}" "${fused_flags[*]}" <<'PY'
 import collections, json, statistics, sys
 results, work, threads, vocab, shapes, core = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5].split(), sys.argv[6]
+fused_flags = sys.argv[7]
 runs = collections.defaultdict(lambda: ([], [], [], []))
 for line in open(results):
     shape, p, t, t2, pf = line.split()
@@ -121,7 +125,7 @@ for s in shapes:
     plain = f"{t:.3f} | {t / p:.2f}x" if t > 0 else "— | —"
     print(f"| {names[s][0]} | {names[s][1]} | {p:.3f} | {plain} | {same} |")
 if all(v > 0 for s in shapes for v in runs[s][3]):
-    print("\nptsim with the fused dropout ops (--fuse-softmax-dropout --fuse-bias-dropout-residual), same rounds:\n")
+    print(f"\nptsim with {fused_flags}, same rounds:\n")
     print(f"| shape | unfused s/step | fused s/step | fused speed vs unfused | fused vs PyTorch | fused vs PyTorch, {core} kernels | per round: unfused s / fused s |")
     print("|---|---:|---:|---:|---:|---:|---|")
     for s in shapes:
