@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "models/builder.hpp"
 #include "models/memory_plan.hpp"
+#include "tests/support/gpt_spec.hpp"
 
 using namespace ptsim::models;
 
@@ -17,20 +18,7 @@ namespace {
 
 // A GPT-2-shaped model (pre-LN, causal, 4h MLP) sized so every tensor is a multiple of the arena's 256-byte
 // alignment: the plan's bytes are then exactly the tensors' bytes.
-ModelSpec gpt(int64_t layers) {
-  ModelSpec m;
-  m.name = "gpt-sp-test";
-  m.family = ModelFamily::gpt2;
-  m.num_layers = layers;
-  m.hidden_size = 1024;
-  m.num_heads = 16;
-  m.intermediate_size = 4096;
-  m.vocab_size = 50304;
-  m.max_position_embeddings = 1024;
-  m.type_vocab_size = 0;
-  m.layer_norm_eps = 1e-5;
-  return m;
-}
+ModelSpec gpt(int64_t layers) { return ptsim::testing::gpt_shaped("gpt-sp-test", layers, 1024, 16, 1024); }
 
 Recipe recipe(int64_t tp, bool sp, bool selective = false) {
   Recipe r;

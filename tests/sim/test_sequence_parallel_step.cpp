@@ -10,6 +10,7 @@
 #include "sim/pipeline_step.hpp"
 #include "sim/step_simulator.hpp"
 #include "tests/sim/zero_test_support.hpp"
+#include "tests/support/gpt_spec.hpp"
 
 using namespace ptsim;
 using testing::dgx_a100;
@@ -17,20 +18,7 @@ using testing::dgx_a100;
 namespace {
 
 // A GPT-shaped model (4 layers, hidden 2048, 16 heads) that tensor parallelism 8 divides.
-models::ModelSpec gpt() {
-  models::ModelSpec m;
-  m.name = "gpt-sp-step";
-  m.family = models::ModelFamily::gpt2;
-  m.num_layers = 4;
-  m.hidden_size = 2048;
-  m.num_heads = 16;
-  m.intermediate_size = 8192;
-  m.vocab_size = 50304;
-  m.max_position_embeddings = 2048;
-  m.type_vocab_size = 0;
-  m.layer_norm_eps = 1e-5;
-  return m;
-}
+models::ModelSpec gpt() { return testing::gpt_shaped("gpt-sp-step", 4, 2048, 16, 2048); }
 
 models::Recipe recipe(bool sp) {
   models::Recipe r;
