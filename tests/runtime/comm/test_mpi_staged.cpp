@@ -58,15 +58,6 @@ class StagedBackend final : public ptsim::test::ForwardingBackend {
   std::unique_ptr<Backend> owned_;
 };
 
-TaskGraph two_rank_graph() {
-  Recipe r = ptsim::test::fd_recipe();
-  r.data_parallel = 2;
-  r.grad_accum = 2;
-  r.bucket_bytes = 4096;  // several buckets of the tiny BERT
-  r.optimizer = OptimizerKind::lamb;
-  return build_task_graph(ptsim::test::tiny_bert(), r);
-}
-
 struct Run {
   std::vector<float> weights;  // every parameter, concatenated
   int to_host = 0;             // staged backend only: host copies made (by the communicator and the tail)
@@ -116,7 +107,7 @@ TEST_CASE("MPI data parallel over a backend the host may not dereference: staged
   MpiCommunicator comm;
   REQUIRE_MESSAGE(comm.size() == 2, "run as mpirun -np 2");
   CAPTURE(comm.rank());
-  const TaskGraph g = two_rank_graph();
+  const TaskGraph g = ptsim::test::two_rank_graph();
   int buckets = 0;
   for (const Op& op : g.ops) buckets += op.kind == OpKind::all_reduce;
   REQUIRE(buckets > 2);

@@ -42,6 +42,17 @@ inline Recipe fd_recipe() {
   return r;
 }
 
+// The tiny BERT data parallel over 2 ranks, 2 micro-steps, LAMB, several gradient buckets: the graph of the
+// bucket-overlap tests (exec/test_comm_overlap.cpp with a fake communicator, comm/test_mpi_staged.cpp on MPI).
+inline TaskGraph two_rank_graph() {
+  Recipe r = fd_recipe();
+  r.data_parallel = 2;
+  r.grad_accum = 2;
+  r.bucket_bytes = 4096;  // several buckets of the tiny BERT
+  r.optimizer = models::OptimizerKind::lamb;
+  return models::build_task_graph(tiny_bert(), r);
+}
+
 inline void set_scalar(Executor& ex, int id, double v) {
   if (ex.compute() == ComputeType::f64) {
     ex.write_tensor<double>(id, std::vector<double>{v});

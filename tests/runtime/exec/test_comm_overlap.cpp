@@ -57,15 +57,6 @@ class DeferredTwin final : public Communicator {
   std::vector<std::pair<Backend*, DeviceSpan>> pending_;
 };
 
-TaskGraph two_rank_graph() {
-  Recipe r = ptsim::test::fd_recipe();
-  r.data_parallel = 2;
-  r.grad_accum = 2;
-  r.bucket_bytes = 4096;  // several buckets of the tiny BERT
-  r.optimizer = OptimizerKind::lamb;
-  return build_task_graph(ptsim::test::tiny_bert(), r);
-}
-
 // Two LAMB steps of two micro-steps; returns every parameter after them.
 std::vector<std::vector<float>> train(const TaskGraph& g, bool overlap, DeferredTwin& comm, int& ops_run) {
   ExecutorOptions o;
@@ -90,7 +81,7 @@ std::vector<std::vector<float>> train(const TaskGraph& g, bool overlap, Deferred
 }  // namespace
 
 TEST_CASE("overlapped bucket all-reduces: started from backward after their last gradient, same bits as the tail") {
-  const TaskGraph g = two_rank_graph();
+  const TaskGraph g = ptsim::test::two_rank_graph();
   int buckets = 0;
   for (const Op& op : g.ops) buckets += op.kind == OpKind::all_reduce;
   REQUIRE(buckets > 2);
@@ -127,7 +118,7 @@ TEST_CASE("overlapped bucket all-reduces: started from backward after their last
 }
 
 TEST_CASE("overlapped all-reduces must be finished by the tail on the same communicator") {
-  const TaskGraph g = two_rank_graph();
+  const TaskGraph g = ptsim::test::two_rank_graph();
   int ops = 0;
   DeferredTwin comm, other;
   comm.ops_run = &ops;
