@@ -2,8 +2,14 @@
 // (the shapes and attributes read exactly as CpuBackend reads them, cpu_backend.cpp), and
 // make_cuda_backend. f32 only. Every launch is checked; bad ids/labels surface at the next synchronising
 // call (device_error.hpp). The fused attention: fused_attention.cu (attention.hpp).
+// GEMM epilogues (unless PTSIM_CUDA_GEMM_EPILOGUES=0, lt_gemm_plan.hpp): a GEMM's bias in cuBLASLt's BIAS
+// epilogue; and when the op right after a GEMM is a bias_grad whose dy the GEMM reduces over its rows (the
+// weight-gradient GEMM of a linear layer, bias_grad_epilogue), the GEMM also writes Σ dy into a backend
+// vector and that bias_grad only adds the vector into dbias (no second pass over dy).
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -39,11 +45,17 @@ int64_t last_dim(const TaskGraph& g, int id) {
 
 class CudaBackend final : public cuda::CudaDevice {
  public:
-  using CudaDevice::CudaDevice;
+  CudaBackend(int device, bool gemm_epilogues)
+      : CudaDevice(device), lt_(gemm_epilogues ? std::make_unique<cuda::LtGemm>() : nullptr) {}
+  ~CudaBackend() override { (void)cudaFree(bias_grad_part_); }
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
   const char* name() const override { return "cuda-f32"; }
 
   void run(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
            const OpContext& context) override {
+    // A bias gradient computed inside a GEMM is only used by the op right after that GEMM.
+    if (op.kind != OpKind::bias_grad) pending_ = {};
     launch(g, op, in, out, context);
     cuda::check_launch(models::to_string(op.kind));
   }
@@ -68,6 +80,15 @@ class CudaBackend final : public cuda::CudaDevice {
 
  private:
   cuda::MultiTensorOptimizer optimizer_;
+  std::unique_ptr<cuda::LtGemm> lt_;  // null: PTSIM_CUDA_GEMM_EPILOGUES=0
+  // The bias gradient a GEMM's epilogue wrote into bias_grad_part_ for the bias_grad op `op` reading `dy`.
+  struct PendingBiasGrad {
+    int op = -1;
+    const void* dy = nullptr;
+  };
+  PendingBiasGrad pending_;
+  float* bias_grad_part_ = nullptr;  // device, bias_grad_part_elements_ floats
+  int64_t bias_grad_part_elements_ = 0;
 
   void launch(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
               const OpContext& context) {
@@ -91,7 +112,9 @@ class CudaBackend final : public cuda::CudaDevice {
       }
       case OpKind::gemm:
         check_gemm_shapes(g, op);
-        cuda::gemm_forward(cublas(), y(0), x(0), x(1), a.gemm.has_bias ? x(2) : nullptr, a.gemm, op.tf32_math, s);
+        if (gemm_with_next_bias_grad(g, op, in, out)) break;
+        cuda::gemm_forward(cublas(), lt_.get(), y(0), x(0), x(1), a.gemm.has_bias ? x(2) : nullptr, a.gemm,
+                           op.tf32_math, s);
         break;
       case OpKind::batched_gemm:
         check_gemm_shapes(g, op);
@@ -99,6 +122,12 @@ class CudaBackend final : public cuda::CudaDevice {
         break;
       case OpKind::bias_grad: {  // dy (M,N) → dbias (N) +=
         const int64_t N = elements(g, op.outputs[0]), M = elements(g, op.inputs[0]) / N;
+        if (pending_.op == op.id && pending_.dy == in[0]) {  // the previous GEMM's epilogue summed dy
+          const float* terms[] = {y(0), bias_grad_part_};
+          cuda::launch_add(y(0), terms, N, s);
+          pending_ = {};
+          break;
+        }
         cuda::launch_bias_grad(y(0), x(0), M, N, scratch(cuda::column_sums_scratch_bytes(M, N)), s);
         break;
       }
@@ -221,6 +250,50 @@ class CudaBackend final : public cuda::CudaDevice {
     }
   }
 
+  // The GEMM `op` with the next op's bias gradient in its cuBLASLt epilogue, when that op is a bias_grad
+  // the layout allows (lt_gemm_plan.hpp, bias_grad_epilogue). False: nothing enqueued, run it plainly.
+  bool gemm_with_next_bias_grad(const TaskGraph& g, const Op& op, std::span<void* const> in,
+                                std::span<void* const> out) {
+    const size_t next = static_cast<size_t>(op.id) + 1;
+    if (!lt_ || op.attrs.gemm.has_bias || next >= g.ops.size() || g.ops[next].kind != OpKind::bias_grad) return false;
+    const Op& bias_grad = g.ops[next];
+    const int dy = bias_grad.inputs.at(0);
+    const int64_t N = elements(g, bias_grad.outputs.at(0));
+    if (N <= 0) return false;
+    const int64_t M = elements(g, dy) / N;
+    std::optional<cuda::LtEpilogue> epilogue;
+    const void* dy_address = nullptr;
+    if (op.inputs[0] == dy) {
+      epilogue = cuda::bias_grad_epilogue(op.attrs.gemm, cuda::GemmOperand::a, M, N);
+      dy_address = in[0];
+    } else if (op.inputs[1] == dy) {
+      epilogue = cuda::bias_grad_epilogue(op.attrs.gemm, cuda::GemmOperand::b, M, N);
+      dy_address = in[1];
+    }
+    if (!epilogue) return false;
+    float* part = bias_grad_part(N);
+    if (!cuda::gemm_with_bias_grad(*lt_, static_cast<float*>(out[0]), static_cast<const float*>(in[0]),
+                                   static_cast<const float*>(in[1]), part, op.attrs.gemm, *epilogue, op.tf32_math,
+                                   compute_stream()))
+      return false;
+    pending_ = {bias_grad.id, dy_address};
+    return true;
+  }
+
+  // The epilogue's bias-gradient vector, at least N floats (grows after the compute stream drains).
+  float* bias_grad_part(int64_t N) {
+    if (N > bias_grad_part_elements_) {
+      PTSIM_CUDA_CHECK(cudaStreamSynchronize(compute_stream()));
+      PTSIM_CUDA_CHECK(cudaFree(bias_grad_part_));
+      bias_grad_part_ = nullptr;
+      void* part = nullptr;
+      PTSIM_CUDA_CHECK(cudaMalloc(&part, static_cast<size_t>(N) * sizeof(float)));
+      bias_grad_part_ = static_cast<float*>(part);
+      bias_grad_part_elements_ = N;
+    }
+    return bias_grad_part_;
+  }
+
   void fused_attention(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
                        const OpContext& context) {
     const AttentionProblem p = attention_problem(g, op, context);
@@ -262,7 +335,8 @@ std::unique_ptr<Backend> make_cuda_backend(ComputeType compute) {
     throw core::InputError("backend 'cuda': no CUDA device was found (cudaGetDeviceCount reports none; use --backend cpu)");
   int device = 0;
   PTSIM_CUDA_CHECK(cudaGetDevice(&device));
-  return std::make_unique<CudaBackend>(device);
+  const bool epilogues = cuda::gemm_epilogues_enabled(std::getenv(cuda::kGemmEpiloguesEnv));
+  return std::make_unique<CudaBackend>(device, epilogues);
 }
 
 int use_local_rank_device() {

@@ -1,6 +1,7 @@
-// runtime/exec/cuda/gemm.cpp — GEMMs on cuBLAS for the CUDA backend (gemm.hpp): the row-major graph GEMM
-// mapped onto one column-major cuBLAS call by column_major_gemm (gemm_layout.hpp, tested on the CPU), beta
-// = 1 when the op accumulates (C +=), then the bias rows.
+// runtime/exec/cuda/gemm.cpp — GEMMs on cuBLAS / cuBLASLt for the CUDA backend (gemm.hpp): the row-major
+// graph GEMM mapped onto one column-major call by column_major_gemm (gemm_layout.hpp) or lt_gemm_plan
+// (lt_gemm_plan.hpp), both tested on the CPU; beta = 1 when the op accumulates (C +=); the bias in
+// cuBLASLt's epilogue, or the bias rows after the product.
 #include "runtime/exec/cuda/gemm.hpp"
 
 #include "runtime/exec/cuda/cuda_check.hpp"
@@ -16,10 +17,15 @@ int as_int(int64_t v) { return static_cast<int>(v); }
 
 }  // namespace
 
-void gemm_forward(cublasHandle_t handle, float* C, const float* A, const float* B, const float* bias,
+void gemm_forward(cublasHandle_t handle, LtGemm* lt, float* C, const float* A, const float* B, const float* bias,
                   const models::GemmAttrs& a, bool tf32, cudaStream_t stream) {
-  const ColumnMajorGemm c = column_major_gemm(a);
   const float alpha = static_cast<float>(a.alpha), beta = a.accumulate ? 1.0f : 0.0f;
+  if (lt != nullptr && a.has_bias) {
+    // Lt's A is the graph's B, its B the graph's A (gemm_layout.hpp).
+    const LtGemmOperands ops{C, B, A, const_cast<float*>(bias)};
+    if (lt->run(lt_gemm_plan(a, LtEpilogue::bias), alpha, beta, tf32, ops, stream)) return;
+  }
+  const ColumnMajorGemm c = column_major_gemm(a);
   PTSIM_CUBLAS_CHECK(cublasGemmEx(handle, op(c.trans_first), op(c.trans_second), as_int(c.rows), as_int(c.cols),
                                   as_int(c.inner), &alpha, B, CUDA_R_32F, as_int(c.ld_first), A, CUDA_R_32F,
                                   as_int(c.ld_second), &beta, C, CUDA_R_32F, as_int(c.ld_out), compute_type(tf32),
@@ -28,6 +34,12 @@ void gemm_forward(cublasHandle_t handle, float* C, const float* A, const float* 
     launch_add_bias_rows(C, bias, a.m, a.n, stream);
     check_launch("add_bias_rows");
   }
+}
+
+bool gemm_with_bias_grad(LtGemm& lt, float* C, const float* A, const float* B, float* bias_grad,
+                         const models::GemmAttrs& a, LtEpilogue epilogue, bool tf32, cudaStream_t stream) {
+  const float alpha = static_cast<float>(a.alpha), beta = a.accumulate ? 1.0f : 0.0f;
+  return lt.run(lt_gemm_plan(a, epilogue), alpha, beta, tf32, LtGemmOperands{C, B, A, bias_grad}, stream);
 }
 
 void batched_gemm_forward(cublasHandle_t handle, float* C, const float* A, const float* B,

@@ -109,6 +109,34 @@ void add_gemms(std::vector<Case>& out) {
     }
 }
 
+// A linear layer's weight-gradient GEMM dW (out, in) += dYᵀ·X followed by the bias_grad of the same dY
+// (tokens, out): the pair the CUDA backend runs as one cuBLASLt call with the BGRADB epilogue
+// (lt_gemm_plan.hpp) unless PTSIM_CUDA_GEMM_EPILOGUES=0; the CPU runs the two ops. dW: c = k + 3 as
+// add_gemms. dbias: cuBLASLt's reduction order is not the CPU's, and any order of an M-term sum is within
+// γ_{M−1}·Σ|dy| (Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., §4.2, eq. (4.4)); adding
+// the vector into dbias is one more rounding: c = M + 1 on Σ|terms|, the unfused bias_grad's bound.
+void add_weight_grad_with_bias_grad(std::vector<Case>& out) {
+  const int64_t features_out = 19, features_in = 13;
+  for (int64_t tokens : kSeqs) {
+    CaseBuilder b(fmt::format("gemm (weight gradient) + bias_grad tokens={} out={} in={}", tokens, features_out,
+                              features_in),
+                  next_seed());
+    const int dy = b.normal("dY", {tokens, features_out});
+    const int x = b.normal("X", {tokens, features_in});
+    const int dw = b.accumulator("dW", {features_out, features_in});
+    const int db = b.accumulator("dbias", {features_out});
+    models::OpAttrs g;
+    g.gemm.m = features_out;
+    g.gemm.n = features_in;
+    g.gemm.k = tokens;
+    g.gemm.trans_a = true;
+    g.gemm.accumulate = true;
+    b.leading_op(OpKind::gemm, {dy, x}, {dw}, g);
+    out.push_back(b.finish(OpKind::bias_grad, {dy}, {db}, {},
+                           {sum_bound(double(tokens + 3)), sum_bound(double(tokens + 1))}));
+  }
+}
+
 void add_elementwise(std::vector<Case>& out) {
   for (int64_t M : kSeqs) {  // bias_grad: dbias += M-term column sums: γ_{M+1} on Σ|terms|
     CaseBuilder b(fmt::format("bias_grad M={} N=19", M), next_seed());
@@ -439,6 +467,7 @@ std::vector<Case> all_cases() {
   add_embedding(cases);
   add_gather_rows(cases);
   add_gemms(cases);
+  add_weight_grad_with_bias_grad(cases);
   add_elementwise(cases);
   add_layernorm(cases);
   add_softmax(cases);

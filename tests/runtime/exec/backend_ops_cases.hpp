@@ -43,7 +43,7 @@ struct Tolerance {
 
 struct Case {
   std::string label;
-  TaskGraph graph;                          // exactly one op
+  TaskGraph graph;                          // its ops, run in order: one, or a GEMM and the bias_grad it may fuse
   std::vector<std::vector<double>> values;  // [tensor id]: initial values (inputs, and outputs' prior contents)
   std::vector<Tolerance> tolerances;        // [output index]
   const Op& op() const { return graph.ops.front(); }
@@ -104,6 +104,16 @@ class CaseBuilder {
   // The values so far, by tensor id (e.g. to compute a forward a backward case reads).
   const std::vector<std::vector<double>>& values() const { return case_.values; }
 
+  // An op run before the one finish() adds (its outputs come first among the case's outputs).
+  void leading_op(OpKind kind, std::vector<int> inputs, std::vector<int> outputs, models::OpAttrs attrs) {
+    Op op;
+    op.kind = kind;
+    op.name = case_.label + " (leading)";
+    op.inputs = std::move(inputs);
+    op.outputs = std::move(outputs);
+    op.attrs = std::move(attrs);
+    case_.graph.add_op(std::move(op));
+  }
   Case finish(OpKind kind, std::vector<int> inputs, std::vector<int> outputs, models::OpAttrs attrs,
               std::vector<Tolerance> tolerances) {
     Op op;

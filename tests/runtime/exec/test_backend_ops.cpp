@@ -82,8 +82,8 @@ std::vector<double> decode(const models::Tensor& t, const std::vector<std::byte>
   return v;
 }
 
-// Runs the case's op on `backend` from `values` (|values| for float tensors when abs_inputs); returns the
-// outputs in op.outputs order.
+// Runs the case's ops in order on `backend` from `values` (|values| for float tensors when abs_inputs);
+// returns the outputs in op order, each op's in op.outputs order.
 Values run_case(Backend& backend, const Case& c, bool abs_inputs) {
   const TaskGraph& g = c.graph;
   const ComputeType compute = backend.compute();
@@ -96,20 +96,22 @@ Values run_case(Backend& backend, const Case& c, bool abs_inputs) {
     buffers.push_back(backend.allocate(bytes.size()));
     backend.copy_to_device(DeviceSpan::of(buffers.back()), bytes.data());
   }
-  const Op& op = c.op();
-  std::vector<void*> in, out;
-  for (int id : op.inputs) in.push_back(backend.kernel_address(DeviceSpan::of(buffers[static_cast<size_t>(id)])));
-  for (int id : op.outputs) out.push_back(backend.kernel_address(DeviceSpan::of(buffers[static_cast<size_t>(id)])));
   const runtime::OpContext context{.seed = 42, .step = 3, .micro_step = 1};
-  backend.run(g, op, in, out, context);
+  for (const Op& op : g.ops) {
+    std::vector<void*> in, out;
+    for (int id : op.inputs) in.push_back(backend.kernel_address(DeviceSpan::of(buffers[static_cast<size_t>(id)])));
+    for (int id : op.outputs) out.push_back(backend.kernel_address(DeviceSpan::of(buffers[static_cast<size_t>(id)])));
+    backend.run(g, op, in, out, context);
+  }
   backend.synchronize();
   Values results;
-  for (int id : op.outputs) {
-    const DeviceBuffer& b = buffers[static_cast<size_t>(id)];
-    std::vector<std::byte> bytes(b.bytes);
-    backend.copy_to_host(bytes.data(), DeviceSpan::of(b));
-    results.push_back(decode(g.tensor(id), bytes, compute));
-  }
+  for (const Op& op : g.ops)
+    for (int id : op.outputs) {
+      const DeviceBuffer& b = buffers[static_cast<size_t>(id)];
+      std::vector<std::byte> bytes(b.bytes);
+      backend.copy_to_host(bytes.data(), DeviceSpan::of(b));
+      results.push_back(decode(g.tensor(id), bytes, compute));
+    }
   for (const DeviceBuffer& b : buffers) backend.free(b);
   return results;
 }
