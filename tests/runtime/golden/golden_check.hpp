@@ -1,7 +1,8 @@
 // tests/runtime/golden/golden_check.hpp — the golden comparison of docs/golden-tests.md as functions of the
 // backend: ptsim's results on the golden inputs (golden_run.hpp, any BackendKind) compared with a
 // torch_golden.safetensors — losses, logits, every gradient, the 10-step AdamW and NVLAMB losses — under the
-// stated fp32 tolerances. Used by test_golden.cpp (the CPU backend, suite cpu) and
+// stated fp32 tolerances (their numbers: tests/data/golden/tolerances.json, shared with
+// tools/hf_crosscheck.py). Used by test_golden.cpp (the CPU backend, suite cpu) and
 // test_golden_cuda.cpp (the CUDA backend, suite gpu). Not here: the inputs (golden_inputs.hpp).
 //
 // Tolerances (fp32 unit roundoff u = 2^-24 ≈ 6.0e-8). Both sides compute in fp32 with different summation
@@ -40,6 +41,8 @@
 #include <tuple>
 #include <vector>
 
+#include "core/data_path.hpp"
+#include "core/json_reader.hpp"
 #include "runtime/checkpoint/safetensors.hpp"
 #include "runtime/exec/executor.hpp"
 #include "runtime/optim/optimizer.hpp"
@@ -49,12 +52,36 @@
 namespace ptsim::test::golden {
 
 
-inline constexpr double kLossRelTol = 1e-5;
-inline constexpr double kLogitTol = 1e-4;        // × max |ref| of the tensor
-inline constexpr double kGradMaxTol = 1e-3;      // × max |ref| of the tensor
-inline constexpr double kGradL2Tol = 3e-4;       // × ‖ref‖₂ of the tensor
-inline constexpr double kKeyBiasNoise = 1e-4;    // × max |∂L/∂W_key| of the layer (check_key_bias)
-inline constexpr double kStepLossRelTol = 1e-5;
+// The numbers live in tests/data/golden/tolerances.json, which tools/hf_crosscheck.py reads too (one place
+// for both checks); read once, strictly (every field, no unknown keys).
+struct Tolerances {
+  double loss_rel = 0;
+  double logit_max = 0;       // × max |ref| of the tensor
+  double grad_max = 0;        // × max |ref| of the tensor
+  double grad_l2 = 0;         // × ‖ref‖₂ of the tensor
+  double key_bias_noise = 0;  // × max |∂L/∂W_key| of the layer (check_key_bias)
+  double step_loss_rel = 0;
+};
+inline Tolerances read_tolerances(const std::string& path) {
+  const core::Json j = core::load_json_file(path);
+  core::JsonReader r(j, path);
+  if (r.require_string("format") != "ptsim.golden_tolerances.v1")
+    throw core::InputError(path + ": format must be ptsim.golden_tolerances.v1");
+  (void)r.require_string("derived_in");
+  Tolerances t;
+  t.loss_rel = r.require_positive("loss_rel");
+  t.logit_max = r.require_positive("logit_max");
+  t.grad_max = r.require_positive("grad_max");
+  t.grad_l2 = r.require_positive("grad_l2");
+  t.key_bias_noise = r.require_positive("key_bias_noise");
+  t.step_loss_rel = r.require_positive("step_loss_rel");
+  r.finish();
+  return t;
+}
+inline const Tolerances& tolerances() {
+  static const Tolerances t = read_tolerances(core::data_path("tests/data/golden/tolerances.json"));
+  return t;
+}
 
 
 struct Golden {
@@ -96,7 +123,7 @@ inline TensorError tensor_error(const std::vector<float>& got, const std::vector
 
 // Attention key biases: their exact gradient is 0 — q·b_k adds the same constant to every score of a query
 // row, and softmax is invariant to that (PyTorch in fp64 gives ~4e-18) — so both sides hold only rounding
-// noise and their relative difference is ~1 by nature. Checked instead: on both sides |g| ≤ kKeyBiasNoise ×
+// noise and their relative difference is ~1 by nature. Checked instead: on both sides |g| ≤ key_bias_noise ×
 // max |∂L/∂W_k| of the same layer (the noise is the cancellation residue of terms of the key gradients'
 // size, ≈ √M·u ≈ 1e-6 relative for M = 128 tokens: 100× margin, and still 1000× below a real gradient).
 inline bool is_key_bias(const std::string& name) { return name.ends_with(".key.bias"); }
@@ -108,18 +135,18 @@ inline void check_key_bias(const std::string& name, const std::vector<float>& go
   for (size_t i = 0; i < got.size(); ++i)
     noise = std::max({noise, std::abs(static_cast<double>(got[i])), std::abs(static_cast<double>(want[i]))});
   w.key_bias_noise = std::max(w.key_bias_noise, noise / scale);
-  CHECK_MESSAGE(noise <= kKeyBiasNoise * scale, "grad " << name << " (exactly 0 in exact arithmetic): max |g| = "
+  CHECK_MESSAGE(noise <= tolerances().key_bias_noise * scale, "grad " << name << " (exactly 0 in exact arithmetic): max |g| = "
                                                         << noise << ", key weight gradient scale " << scale);
 }
 
 inline Worst compare_forward(const Forward& f, const Golden& g) {
   Worst w;
-  for (const auto& [name, value] : f.scalars) check_loss(name, value, g.scalar(name), kLossRelTol, w.loss_rel);
+  for (const auto& [name, value] : f.scalars) check_loss(name, value, g.scalar(name), tolerances().loss_rel, w.loss_rel);
   for (const auto& [tensor_name, value] : f.tensors) {
     const std::string& name = tensor_name;  // not the binding in CHECK_MESSAGE: clang 14 cannot capture one
     const TensorError e = tensor_error(value, g.at(name));
     w.logit = std::max(w.logit, e.max_rel);
-    CHECK_MESSAGE(e.max_rel <= kLogitTol, name << ": max |Δ| / max |ref| = " << e.max_rel);
+    CHECK_MESSAGE(e.max_rel <= tolerances().logit_max, name << ": max |Δ| / max |ref| = " << e.max_rel);
   }
   size_t grads_in_golden = 0;
   for (const auto& t : g.file.tensors) grads_in_golden += t.name.rfind("grad.", 0) == 0;
@@ -133,8 +160,8 @@ inline Worst compare_forward(const Forward& f, const Golden& g) {
     const TensorError e = tensor_error(grad, g.at("grad." + name));
     if (e.max_rel > w.grad_max) w.grad_max = e.max_rel, w.grad_max_name = name;
     if (e.l2_rel > w.grad_l2) w.grad_l2 = e.l2_rel, w.grad_l2_name = name;
-    CHECK_MESSAGE(e.max_rel <= kGradMaxTol, "grad " << name << ": max |Δ| / max |ref| = " << e.max_rel);
-    CHECK_MESSAGE(e.l2_rel <= kGradL2Tol, "grad " << name << ": ‖Δ‖ / ‖ref‖ = " << e.l2_rel);
+    CHECK_MESSAGE(e.max_rel <= tolerances().grad_max, "grad " << name << ": max |Δ| / max |ref| = " << e.max_rel);
+    CHECK_MESSAGE(e.l2_rel <= tolerances().grad_l2, "grad " << name << ": ‖Δ‖ / ‖ref‖ = " << e.l2_rel);
   }
   return w;
 }
@@ -150,7 +177,7 @@ inline double compare_steps(const Inputs& in, const Golden& g, runtime::BackendK
     const std::vector<double> got = ptsim_step_losses(in, kind, lr, kSteps, backend);
     const std::vector<float> want = g.at(key);
     REQUIRE(want.size() == got.size());
-    for (size_t i = 0; i < got.size(); ++i) check_loss(key, got[i], want[i], kStepLossRelTol, worst);
+    for (size_t i = 0; i < got.size(); ++i) check_loss(key, got[i], want[i], tolerances().step_loss_rel, worst);
     // The run must train, or equal losses would prove nothing about the update.
     CHECK_MESSAGE(want.back() < 0.95 * want.front(), key << ": " << want.front() << " -> " << want.back());
   }

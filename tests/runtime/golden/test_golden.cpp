@@ -181,7 +181,7 @@ TEST_CASE("golden live: PyTorch regenerates the golden and ptsim matches it") {
       if (is_key_bias(t.name)) continue;  // noise on both sides; bounded by check_key_bias above
       const bool grad = t.name.rfind("grad.", 0) == 0, logits = t.name.ends_with("logits");
       const TensorError e = tensor_error(live.at(t.name), shipped.at(t.name));
-      CHECK_MESSAGE(e.max_rel <= (grad ? kGradMaxTol : logits ? kLogitTol : kStepLossRelTol),
+      CHECK_MESSAGE(e.max_rel <= (grad ? tolerances().grad_max : logits ? tolerances().logit_max : tolerances().step_loss_rel),
                     t.name << ": live torch vs shipped golden " << e.max_rel);
     }
   }
