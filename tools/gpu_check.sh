@@ -4,8 +4,9 @@
 # then one summary table (per stage: passed / failed / skipped, seconds, key numbers). Stages:
 #   1. build      configure (-Dcuda=enabled, -Dgpu_arch of this GPU only) and build what the later stages run
 #   2. gpu-suite  meson's gpu suite: the backend-ops harness (every op kind, CUDA f32 vs CPU f64), whole-model
-#                 steps CUDA vs CPU (bert-tiny, bert-base-shaped, GPT-2-tiny; fp32, tf32, bf16), the golden
-#                 PyTorch files through the CUDA backend, the NCCL all-reduce tests
+#                 steps CUDA vs CPU (bert-tiny, bert-base-shaped, GPT-2-tiny; fp32, tf32, bf16; and the fused
+#                 dropout ops with dropout 0.1), the golden PyTorch files through the CUDA backend, the NCCL
+#                 all-reduce tests
 #   3. op-table   the backend-ops harness again on cuda and cpu, for the per-op-kind table below
 #   4. hf-check   ptsim (CUDA) against HuggingFace transformers on the golden inputs (tools/hf_crosscheck.py)
 #   5. bench      BERT-large throughput, ptsim vs transformers eager vs torch.compile (tools/bench_gpu_bert.py),

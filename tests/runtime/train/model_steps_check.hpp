@@ -1,6 +1,6 @@
 // tests/runtime/train/model_steps_check.hpp — whole training steps of one model on a backend under test
 // against the CPU backend in fp32 (the reference): the same weights (copied from the reference), the same
-// batch, dropout off; compared on the losses (BERT: total, MLM, NSP), the logits (MLM decoder / LM head),
+// batch, dropout off (or, in the fused-op cases, 0.1 with identical masks: with_fused_dropout); compared on the losses (BERT: total, MLM, NSP), the logits (MLM decoder / LM head),
 // the gradient of every parameter, and the 4 losses of 3 optimizer steps (AdamW and LAMB). Used by
 // test_model_steps_cuda.cpp (CUDA f32 at fp32 / tf32 / bf16, suite gpu) and test_model_steps_cpu.cpp (CPU
 // f64 against CPU f32, suite cpu: the harness and its fp32 bound on this machine).
@@ -55,6 +55,9 @@ struct ModelCase {
   std::string name;
   models::ModelSpec spec;
   int64_t batch = 4, seq = 64;
+  // The fused-op cases (with_fused_dropout): dropout on, and the recipe's fusion flags.
+  bool dropout = false;
+  bool fused_attention = false, fused_softmax_dropout = false, fused_bias_dropout_residual = false;
 };
 
 constexpr int64_t kVocab = 1003;  // small, so the decoder GEMM is quick; padded to 1,008 (BERT) / 1,024 (GPT-2) rows
@@ -79,6 +82,22 @@ inline ModelCase gpt2_tiny() {
   return c;
 }
 
+// `c` with dropout 0.1 (hidden and attention) and the fused dropout ops: bias + dropout + residual, and
+// either the fused attention or the fused softmax + dropout. Both backends draw the masks from the shared
+// counter-based hash (dropout_mask.hpp) with the same seed, step and micro-step, so the masks are identical
+// and only rounding differs.
+inline ModelCase with_fused_dropout(ModelCase c, bool fused_attention) {
+  c.name += fused_attention ? " (fused attention, bias+dropout+residual, dropout 0.1)"
+                            : " (fused softmax+dropout, bias+dropout+residual, dropout 0.1)";
+  c.dropout = true;
+  c.spec.hidden_dropout = 0.1;
+  c.spec.attention_dropout = 0.1;
+  c.fused_attention = fused_attention;
+  c.fused_softmax_dropout = !fused_attention;
+  c.fused_bias_dropout_residual = true;
+  return c;
+}
+
 inline bool is_bert(const ModelCase& c) { return c.spec.family == models::ModelFamily::bert; }
 inline int64_t predictions(const ModelCase& c) { return std::max<int64_t>(1, c.seq / 8); }
 
@@ -88,7 +107,10 @@ inline models::Recipe recipe(const ModelCase& c, models::Precision precision, mo
   r.micro_batch = c.batch;
   r.seq_len = c.seq;
   if (is_bert(c)) r.max_predictions = predictions(c);
-  r.include_dropout = false;
+  r.include_dropout = c.dropout;
+  r.fused_attention = c.fused_attention;
+  r.fused_softmax_dropout = c.fused_softmax_dropout;
+  r.fused_bias_dropout_residual = c.fused_bias_dropout_residual;
   r.gradient_clipping = true;
   r.optimizer = optimizer;
   return r;
@@ -224,12 +246,28 @@ inline std::vector<double> step_losses(const ModelCase& c, const Side& side, mod
 struct Bounds {
   double forward = 0, backward = 0;
 };
+// A fused op counts as the chain of unfused ops it replaces (each of them rounds once): the fused attention
+// forward is QKᵀ (scale in alpha), the masked softmax, dropout and ·V (4), its backward dV, dP, dropout and
+// softmax backward, dQ, dK (6); softmax + dropout 2 each way; bias + dropout + residual 3 forward (bias add,
+// dropout, residual add), 2 backward (dropout backward, bias gradient). The fused attention's products are
+// fp32 on both backends (no TF32), so they are not counted as GEMMs for the tf32 term.
+inline int64_t unfused_depth(models::OpKind k) {
+  switch (k) {
+    case models::OpKind::fused_attention: return 4;
+    case models::OpKind::fused_attention_backward: return 6;
+    case models::OpKind::softmax_dropout:
+    case models::OpKind::softmax_dropout_backward: return 2;
+    case models::OpKind::bias_dropout_residual: return 3;
+    case models::OpKind::bias_dropout_residual_backward: return 2;
+    default: return 1;
+  }
+}
 inline Bounds rounding_bounds(const models::TaskGraph& g, const ModelCase& c, models::Precision side_precision) {
   int64_t forward_ops = 0, backward_ops = 0, forward_gemms = 0, backward_gemms = 0;
   for (const models::Op& op : g.ops) {
     const bool gemm = op.kind == models::OpKind::gemm || op.kind == models::OpKind::batched_gemm;
-    if (op.phase == models::Phase::forward) forward_ops++, forward_gemms += gemm;
-    if (op.phase == models::Phase::backward) backward_ops++, backward_gemms += gemm;
+    if (op.phase == models::Phase::forward) forward_ops += unfused_depth(op.kind), forward_gemms += gemm;
+    if (op.phase == models::Phase::backward) backward_ops += unfused_depth(op.kind), backward_gemms += gemm;
   }
   const double k = static_cast<double>(std::max({c.spec.hidden_size, c.spec.intermediate_size, c.batch * c.seq}));
   const double u32 = std::ldexp(1.0, -24);

@@ -97,3 +97,34 @@ TEST_CASE("model steps harness: the CUDA test's CPU references run here (tf32 gr
     }
   }
 }
+
+TEST_CASE("model steps harness: the fused dropout ops with dropout 0.1, CPU f64 vs CPU f32, inside the fp32 bounds") {
+  // The gpu suite's fused-op cases (with_fused_dropout) here: the f32 side must stay inside the bounds
+  // derived with the fused ops' unfused depths, and the 3-step losses the CUDA test compares must fall with
+  // dropout on (the reference's condition in compare_step_losses).
+  for (const ModelCase& base : {bert_tiny(), gpt2_tiny()})
+    for (const bool fused_attention : {true, false}) {
+      const ModelCase c = with_fused_dropout(base, fused_attention);
+      CAPTURE(c.name);
+      // The graph has the fused ops, each dropping with p = 0.1 (so the masks matter).
+      const models::TaskGraph g = models::build_task_graph(c.spec, recipe(c, models::Precision::fp32, models::OptimizerKind::adamw));
+      int attention = 0, residual = 0;
+      for (const models::Op& op : g.ops) {
+        const bool is_attention = op.kind == (fused_attention ? models::OpKind::fused_attention : models::OpKind::softmax_dropout);
+        const bool is_residual = op.kind == models::OpKind::bias_dropout_residual;
+        if ((is_attention || is_residual) && op.attrs.dropout_p == 0.1) (is_attention ? attention : residual)++;
+      }
+      CHECK(attention == base.spec.num_layers);
+      CHECK(residual == 2 * base.spec.num_layers);
+      const Bounds b = fp32_bounds(c);
+      Outcome o;
+      compare_step(run_step(c, kF32), run_step(c, kF64), b, o);
+      MESSAGE(summary(c.name + " fp32, CPU f32 vs CPU f64", b, o));
+      for (const std::string& f : o.failures) FAIL_CHECK(c.name << ": " << f);
+      CHECK(o.grad_l2 > 0);
+      const std::vector<double> losses = step_losses(c, kF32, models::OptimizerKind::adamw);
+      Outcome steps;
+      compare_step_losses("adamw", losses, losses, b, steps);
+      CHECK_MESSAGE(steps.failures.empty(), c.name << ": " << (steps.failures.empty() ? std::string() : steps.failures.front()));
+    }
+}

@@ -1,7 +1,8 @@
 // tests/runtime/train/test_model_steps_cuda.cpp — whole training steps on the CUDA backend against the CPU
 // backend (model_steps_check.hpp, which derives the tolerances): bert-tiny, a bert-base-shaped model and a
 // GPT-2-tiny, same weights and batch, dropout off; losses, logits, every gradient and 3 steps of AdamW and
-// of LAMB. Precisions: fp32 (cuBLAS CUBLAS_COMPUTE_32F), tf32 (the graph's GEMMs with tf32_math: cuBLAS
+// of LAMB; and bert-tiny and GPT-2-tiny with the fused dropout ops and dropout 0.1 (with_fused_dropout:
+// identical masks from the shared hash) at fp32. Precisions: fp32 (cuBLAS CUBLAS_COMPUTE_32F), tf32 (the graph's GEMMs with tf32_math: cuBLAS
 // TF32 tensor cores; the CPU reference computes the same graph in fp32) and bf16 (both backends keep bf16
 // tensors as fp32 rounded after each write, runtime/exec/precision.hpp; bert-base-shaped at fp32 and tf32
 // only, to keep the gpu suite short). Suite gpu; exits 77 without a GPU (tests/support/gpu_doctest_main.cpp).
@@ -45,4 +46,9 @@ TEST_CASE("model steps on CUDA: GPT-2-tiny equals the CPU backend at fp32, tf32 
 
 TEST_CASE("model steps on CUDA: bert-base-shaped equals the CPU backend at fp32 and tf32") {
   for (const models::Precision p : {models::Precision::fp32, models::Precision::tf32}) check_model(bert_base_shaped(), p);
+}
+
+TEST_CASE("model steps on CUDA: the fused dropout ops with dropout 0.1 equal the CPU backend (bert-tiny, GPT-2-tiny)") {
+  for (const ModelCase& base : {bert_tiny(), gpt2_tiny()})
+    for (const bool fused_attention : {true, false}) check_model(with_fused_dropout(base, fused_attention), models::Precision::fp32);
 }
