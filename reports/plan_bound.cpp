@@ -1,70 +1,160 @@
-// reports/plan_bound.cpp — the planner's lower bound on a step (see the header).
+// reports/plan_bound.cpp — the planner's lower bound on a step (see the header; each term: docs/planning.md).
 #include "reports/plan_bound.hpp"
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
 
-#include "sim/collectives.hpp"
 #include "sim/compute_model.hpp"
 
 namespace ptsim::reports {
 namespace {
 
-// A tensor-parallel all-reduce inside a pass, alone on the network over the first stage's D groups at
-// once, as sim/pipeline_step charges it (ring; ranks stage·D·T + d·T + t).
-double tp_all_reduce_seconds(const models::Recipe& r, const sim::ClusterConfig& config, double bytes) {
-  sim::CollectiveSpec spec;
-  spec.bytes = bytes;
-  for (int64_t d = 0; d < r.data_parallel; ++d) {
-    std::vector<int> group;
-    for (int64_t t = 0; t < r.tensor_parallel; ++t) group.push_back(static_cast<int>(d * r.tensor_parallel + t));
-    if (d == 0) spec.ranks = group;
-    else spec.concurrent_groups.push_back(group);
+// One micro-step of the compute stream, as every step simulator runs it: the body ops back to back, a
+// tensor-parallel collective blocking the stream (timed alone). start[id], end[id]: when body op `id` starts
+// and ends, from the micro-step's start; micro: the whole micro-step.
+struct BodyTimes {
+  std::map<int, double> start, end;
+  double micro = 0;
+};
+
+BodyTimes body_times(const models::TaskGraph& g, const models::Recipe& r, const sim::ClusterConfig& config,
+                     AloneCollectives& collectives) {
+  BodyTimes out;
+  for (const models::Op& op : g.ops) {
+    if (!models::is_micro_step_phase(op.phase)) continue;
+    const double s = models::is_communication(op.kind) ? collectives.op_seconds(r, op, 0) : sim::op_cost(op, config.gpu).seconds;
+    out.start[op.id] = out.micro;
+    out.micro += s;
+    out.end[op.id] = out.micro;
   }
-  spec.algorithm = sim::CollectiveAlgorithm::ring;
-  spec.channels = config.effective_channels();
-  spec.mode = config.mode;
-  return sim::simulate_collective(config.cluster, spec).duration_seconds();
+  return out;
+}
+
+double tail_op_seconds(const models::Op& op, const sim::ClusterConfig& config) {
+  return models::is_communication(op.kind) ? 0 : sim::op_cost(op, config.gpu).seconds;
+}
+
+// sim/step_simulator: micro-steps 0 … M−2 carry no data-parallel traffic, so the last starts at (M − 1) body
+// times or later; each data-parallel collective (one at a time, in graph order, on the communication stream)
+// starts after the ops it reads have run in the last micro-step — a body op, an earlier collective, or under
+// ZeRO an update — and the tail (in order, on the compute stream after the body) runs each update after the
+// collectives it reads. Every start and end below is a lower bound of the simulated one, given lower bounds
+// of what it waits for; iterating only raises them, so three rounds are as safe as a fixed point.
+double data_parallel_step_bound(const models::TaskGraph& g, const models::Recipe& r, const sim::ClusterConfig& config,
+                                AloneCollectives& collectives) {
+  const BodyTimes body = body_times(g, r, config, collectives);
+  const double M = static_cast<double>(g.micro_steps), last_micro = (M - 1) * body.micro;
+  std::map<int, double> end;  // lower bounds of when a collective or tail op ends
+  double comm_end = 0, tail_end = M * body.micro;
+  for (int round = 0; round < 3; ++round) {
+    comm_end = 0;
+    for (const models::Op& op : g.ops) {
+      if (op.phase != models::Phase::communication) continue;
+      double ready = comm_end;
+      for (auto [e, e_end] = boost::in_edges(op.id, g.deps); e != e_end; ++e) {
+        const int dep = static_cast<int>(boost::source(*e, g.deps));
+        if (auto it = body.end.find(dep); it != body.end.end()) ready = std::max(ready, last_micro + it->second);
+        else if (auto it2 = end.find(dep); it2 != end.end()) ready = std::max(ready, it2->second);
+      }
+      comm_end = end[op.id] = ready + collectives.op_seconds(r, op, 0);
+    }
+    tail_end = M * body.micro;
+    for (const models::Op& op : g.ops) {
+      if (models::is_micro_step_phase(op.phase) || op.phase == models::Phase::communication) continue;
+      for (auto [e, e_end] = boost::in_edges(op.id, g.deps); e != e_end; ++e)
+        if (g.op(static_cast<int>(boost::source(*e, g.deps))).phase == models::Phase::communication)
+          tail_end = std::max(tail_end, end[static_cast<int>(boost::source(*e, g.deps))]);
+      tail_end = end[op.id] = tail_end + tail_op_seconds(op, config);
+    }
+  }
+  return std::max(comm_end, tail_end);
+}
+
+// sim/sharded_step (ZeRO-3): the step's first gather has nothing to overlap — the first body op that reads
+// its parameters waits for it — and then every micro-step's body and the tail follow on the compute stream;
+// and the communication stream runs every gather, reduce-scatter (and hybrid replica all-reduce) of every
+// micro-step one at a time.
+double sharded_step_bound(const models::TaskGraph& g, const models::Recipe& r, const sim::ClusterConfig& config,
+                          AloneCollectives& collectives) {
+  const BodyTimes body = body_times(g, r, config, collectives);
+  const double M = static_cast<double>(g.micro_steps);
+  double tail = 0, comm = 0, first_gather = -1, before_gate = body.micro;
+  for (const models::Op& op : g.ops) {
+    if (op.phase == models::Phase::communication) {
+      const double s = collectives.op_seconds(r, op, 0);
+      comm += s;
+      if (first_gather < 0 && op.kind == models::OpKind::all_gather) {
+        first_gather = s;
+        for (const models::Op& reader : g.ops)  // the compute before the first op that reads what it gathers
+          if (models::is_micro_step_phase(reader.phase))
+            for (int t : reader.inputs)
+              if (std::find(op.inputs.begin(), op.inputs.end(), t) != op.inputs.end())
+                before_gate = std::min(before_gate, body.start.at(reader.id));
+      }
+    } else if (!models::is_micro_step_phase(op.phase)) {
+      tail += tail_op_seconds(op, config);
+    }
+  }
+  const double first = std::max(before_gate, std::max(first_gather, 0.0)) + (body.micro - before_gate);
+  return std::max(first + (M - 1) * body.micro + tail, M * comm);
+}
+
+// sim/pipeline_step, from each chunk's forward and backward pass (op times plus tensor-parallel collectives
+// alone), for device k: its M passes start after micro-batch 0's forward through chunks 0 … k−1, and after
+// device j's last backward (j ≥ k) that micro-batch's backward runs through chunks j−1 … k, so device k's last
+// backward ends at or after Σ_{g<j} fwd(g) + passes(j) + Σ_{k≤g<j} bwd(g). Then the stage reduces its gradients
+// over its data-parallel group, one bucket at a time, and runs its optimizer tail (under ZeRO-1 also its
+// parameter gathers, which start after the reductions): with equal stages and no data parallelism the bound
+// is (M + P − 1) passes and the tail — the pipeline bubble.
+double pipeline_step_bound(const PlannedPipeline& pipeline, const models::Recipe& r, const sim::ClusterConfig& config,
+                           AloneCollectives& collectives) {
+  const size_t P = static_cast<size_t>(r.pipeline_parallel);
+  const double M = static_cast<double>(r.grad_accum);
+  std::vector<double> fwd(pipeline.chunks.size(), 0), bwd(pipeline.chunks.size(), 0);
+  std::vector<double> passes(P, 0), tail(P, 0), reduce(P, 0), gather(P, 0);
+  for (size_t c = 0; c < pipeline.chunks.size(); ++c) {
+    const size_t k = c % P;
+    for (const models::Op& op : pipeline.chunks[c].ops) {
+      const bool comm = models::is_communication(op.kind);
+      if (models::is_micro_step_phase(op.phase)) {
+        const double s = comm ? collectives.op_seconds(r, op, 0) : sim::op_cost(op, config.gpu).seconds;
+        (op.phase == models::Phase::forward ? fwd : bwd)[c] += s;
+      } else if (op.phase == models::Phase::communication) {
+        (op.kind == models::OpKind::all_gather ? gather : reduce)[k] += collectives.op_seconds(r, op, static_cast<int>(k));
+      } else if (!comm) {
+        tail[k] += sim::op_cost(op, config.gpu).seconds;
+      }
+    }
+    passes[k] += M * (fwd[c] + bwd[c]);
+  }
+  double bound = 0;
+  for (size_t k = 0; k < P; ++k) {
+    double last_backward = 0, forward_before = 0, backward_between = 0;
+    for (size_t g = 0; g < k; ++g) forward_before += fwd[g];
+    for (size_t j = k; j < P; ++j) {
+      last_backward = std::max(last_backward, forward_before + passes[j] + backward_between);
+      forward_before += fwd[j];
+      backward_between += bwd[j];
+    }
+    bound = std::max(bound, last_backward + reduce[k] + std::max(tail[k], gather[k]));
+  }
+  return bound;
 }
 
 }  // namespace
 
-// Without a pipeline: the GPU's op times (no communication). With one, from the passes as
-// sim/pipeline_step times them (op times plus tensor-parallel all-reduces; sends and data-parallel
-// reductions left out), for every device k: its passes (M micro-batches of its chunks) cannot start before
-// micro-batch 0 has gone forward through chunks 0 … k−1, and its last backward is followed by that
-// micro-batch's backward through chunks k−1 … 0 — so the step is at least Σ_{g<k} (forward + backward of
-// chunk g) + its own passes; and at least its own passes + its optimizer tail. For equal stages the first
-// is (M + P − 1) passes: the pipeline bubble.
+double step_lower_bound_seconds(const models::ModelSpec& model, const models::Recipe& r,
+                                const sim::ClusterConfig& config, PredictionCache& cache, AloneCollectives& collectives) {
+  if (r.pipeline_parallel > 1) return pipeline_step_bound(*cache.pipeline(model, r), r, config, collectives);
+  const models::TaskGraph& g = cache.graph(model, r)->graph;
+  if (r.zero_stage >= 3 && r.data_parallel > 1) return sharded_step_bound(g, r, config, collectives);
+  return data_parallel_step_bound(g, r, config, collectives);
+}
+
 double step_lower_bound_seconds(const models::ModelSpec& model, const models::Recipe& r,
                                 const sim::ClusterConfig& config, PredictionCache& cache) {
-  if (r.pipeline_parallel == 1) return cache.single_device(model, r, config.gpu).step_seconds;
-  const auto pipeline = cache.pipeline(model, r);
-  const size_t P = static_cast<size_t>(r.pipeline_parallel);
-  const double M = static_cast<double>(r.grad_accum);
-  std::map<double, double> tp_seconds;  // by message size
-  std::vector<double> passes(P, 0), tail(P, 0), chunk_pass(pipeline->chunks.size(), 0);
-  for (size_t g = 0; g < pipeline->chunks.size(); ++g) {
-    for (const models::Op& op : pipeline->chunks[g].ops) {
-      const bool comm = models::is_communication(op.kind);
-      if (models::is_micro_step_phase(op.phase)) {
-        if (!comm) chunk_pass[g] += sim::op_cost(op, config.gpu).seconds;
-        else if (auto it = tp_seconds.find(op.attrs.comm.bytes); it != tp_seconds.end()) chunk_pass[g] += it->second;
-        else chunk_pass[g] += tp_seconds[op.attrs.comm.bytes] = tp_all_reduce_seconds(r, config, op.attrs.comm.bytes);
-      } else if (!comm) {
-        tail[g % P] += sim::op_cost(op, config.gpu).seconds;
-      }
-    }
-    passes[g % P] += M * chunk_pass[g];
-  }
-  double bound = 0, before = 0;
-  for (size_t k = 0; k < P; ++k) {
-    bound = std::max({bound, before + passes[k], passes[k] + tail[k]});
-    before += chunk_pass[k];
-  }
-  return bound;
+  AloneCollectives collectives(config);
+  return step_lower_bound_seconds(model, r, config, cache, collectives);
 }
 
 }  // namespace ptsim::reports

@@ -51,7 +51,9 @@ std::vector<std::string> plan_overrides(const Scenario& s, const LayoutPlan& p) 
       fmt::format("recipe.pipeline_parallel={}", l.pipeline_parallel),
       fmt::format("recipe.recompute={}", l.recompute ? "true" : "false"),
       fmt::format("recipe.zero_stage={}", l.zero_stage),
+      fmt::format("recipe.sequence_parallel={}", l.sequence_parallel ? "true" : "false"),
   };
+  if (l.shard_group > 0) out.push_back(fmt::format("recipe.shard_group={}", l.shard_group));
   if (l.pipeline_parallel > 1) out.push_back(fmt::format("recipe.pipeline_schedule={}", models::to_string(l.schedule)));
   if (l.virtual_stages > 1) out.push_back(fmt::format("recipe.virtual_stages={}", l.virtual_stages));
   for (size_t i = 0; i < p.phases.size() && i < s.phases.size(); ++i) {
@@ -113,6 +115,7 @@ nlohmann::json plan_to_json(const Scenario& s, const PlanSearch& search, double 
     nlohmann::json row = {{"tensor_parallel", l.tensor_parallel}, {"pipeline_parallel", l.pipeline_parallel},
                           {"data_parallel", l.data_parallel}, {"pipeline_schedule", models::to_string(l.schedule)},
                           {"virtual_stages", l.virtual_stages}, {"zero_stage", l.zero_stage},
+                          {"shard_group", l.shard_group}, {"sequence_parallel", l.sequence_parallel},
                           {"recompute", l.recompute}, {"verdict", to_string(p.verdict)},
                           {"why", best ? p.why(*best, search.available_bytes) : p.why(p, search.available_bytes)}};
     if (p.seconds > 0) row["training_seconds"] = p.seconds;

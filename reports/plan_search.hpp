@@ -2,9 +2,9 @@
 // that fits GPU memory — tensor × pipeline × data parallel, schedule and virtual stages, ZeRO stage,
 // recomputation (reports/plan_space) and each phase's micro-batch × accumulation at its global batch — and
 // why each other layout lost. Branch and bound, exact with respect to the simulator: layouts are pruned
-// without a graph when their model states alone exceed the GPU, without a simulation when their compute
-// alone (the busiest GPU's op times, a lower bound on the simulated step) is already slower than the best
-// simulated plan. docs/planning.md.
+// without a graph when their model states alone exceed the GPU, without a simulation when a lower bound on
+// their step (compute and the communication no schedule can hide, reports/plan_bound) is already slower than
+// the best simulated plan. docs/planning.md.
 #pragma once
 #include <string>
 #include <vector>
@@ -19,7 +19,7 @@ namespace ptsim::reports {
 enum class PlanVerdict {
   best,          // the fastest plan that fits
   slower,        // fits, simulated, slower than the best
-  bounded,       // fits, but its compute alone is slower than the best: not simulated
+  bounded,       // fits, but its step's lower bound is slower than the best: not simulated
   no_fit,        // a phase does not fit even at its smallest micro-batch (graph built, memory planned)
   states_no_fit, // its model states alone exceed the GPU (lower bound, no graph built)
   invalid,       // the model or the simulator does not allow it (reason says why)

@@ -9,6 +9,7 @@
 #include "models/builder.hpp"
 #include "models/zero.hpp"
 #include "sim/pipeline_step.hpp"
+#include "sim/sharded_step.hpp"
 
 namespace ptsim::reports {
 
@@ -20,13 +21,12 @@ void Layout::apply(models::Recipe& r) const {
   r.virtual_stages = virtual_stages;
   r.stage_layers.clear();
   r.zero_stage = zero_stage;
-  // The scenario's hybrid-shard group and rank order belong to its own layout, not to this one.
-  r.shard_group = 0;
+  r.shard_group = shard_group;
+  // The scenario's rank order belongs to its own layout, not to this one.
   r.rank_order = models::RankOrder::tp_dp_pp;
   r.recompute_activations = recompute;
-  // The scenario's sequence parallelism where this layout has tensor parallelism to split (it needs T > 1),
-  // its selective recomputation where this layout does not recompute everything anyway.
-  r.sequence_parallel = r.sequence_parallel && tensor_parallel > 1;
+  r.sequence_parallel = sequence_parallel;
+  // The scenario's selective recomputation where this layout does not recompute everything anyway.
   r.selective_recompute = r.selective_recompute && !recompute;
 }
 
@@ -39,25 +39,42 @@ std::string Layout::label() const {
   }
   s += fmt::format(" × DP {}", data_parallel);
   if (zero_stage > 0) s += fmt::format(", ZeRO-{}", zero_stage);
+  if (shard_group > 0) s += fmt::format(" (hybrid, shard group {})", shard_group);
+  if (sequence_parallel) s += ", SP";
   s += recompute ? ", recompute" : ", no recompute";
   return s;
 }
 
-// ZeRO over one data-parallel rank shards nothing. ZeRO-1 with a pipeline is simulated (docs/parallelism.md) but
-// not searched: it lets layouts with less model parallelism fit, which the compute-only bound cannot prune, and
-// GPT-3 175B's search went from 2 to 19 step simulations (7.7 s to about 40 s of CPU) — docs/planning.md.
+namespace {
+
+// ZeRO over one data-parallel rank shards nothing; ZeRO-3 is sharded over all D and, where D is more than one
+// node's data-parallel ranks, also hybrid over groups of one node (docs/planning.md).
+std::vector<int64_t> shard_groups(int zero, int64_t dp, int64_t tp, int64_t gpus_per_node) {
+  if (zero != 3) return {0};
+  const int64_t node_group = gpus_per_node / tp;
+  if (kPlannedHybridShard && node_group >= 2 && dp > node_group && dp % node_group == 0) return {0, node_group};
+  return {0};
+}
+
+}  // namespace
+
 std::vector<Layout> enumerate_layouts(int64_t gpus, int64_t gpus_per_node, int64_t num_layers) {
   std::vector<Layout> out;
   for (int64_t tp = 1; tp <= gpus_per_node && gpus % tp == 0; tp *= 2)
     for (int64_t pp = 1; pp <= std::min(gpus / tp, num_layers); ++pp) {
       if ((gpus / tp) % pp != 0) continue;
+      const int64_t dp = gpus / (tp * pp);
       for (const ScheduleOption& schedule : kPlannedSchedules) {
         if (pp == 1 && schedule.schedule != models::PipelineSchedule::one_f_one_b) continue;  // no pipeline
         for (int64_t v : schedule.virtual_stages)
-          for (int zero : kPlannedZeroStages)
-            for (bool recompute : kPlannedRecompute)
-              if (zero == 0 || (gpus / (tp * pp) > 1 && !(zero == 1 && pp > 1)))
-                out.push_back({tp, pp, gpus / (tp * pp), schedule.schedule, v, zero, recompute});
+          for (int zero : kPlannedZeroStages) {
+            if (zero > 0 && dp == 1) continue;
+            for (int64_t shard : shard_groups(zero, dp, tp, gpus_per_node))
+              for (bool sp : kPlannedSequenceParallel)
+                for (bool recompute : kPlannedRecompute)
+                  if (!sp || tp > 1)
+                    out.push_back({tp, pp, dp, schedule.schedule, v, zero, shard, sp, recompute});
+          }
       }
     }
   return out;
@@ -72,6 +89,9 @@ std::optional<std::string> layout_problem(const models::ModelSpec& model, const 
         return fmt::format("{} micro-batches per step, more than the {} a pipeline is simulated with",
                            recipe.grad_accum, sim::kMaxPipelineMicroBatches);
     }
+    if (recipe.zero_stage >= 3 && recipe.data_parallel > 1 && recipe.grad_accum > sim::kMaxShardedMicroSteps)
+      return fmt::format("{} micro-steps per step, more than the {} a ZeRO-3 step is simulated with",
+                         recipe.grad_accum, sim::kMaxShardedMicroSteps);
   } catch (const core::InputError& e) {
     return std::string(e.what());
   }
@@ -98,7 +118,7 @@ double model_states_lower_bound(const models::ModelSpec& model, const models::Re
   const double master = models::is_mixed_precision(r.precision) ? 4 : 0;
   const double moments = r.optimizer == models::OptimizerKind::sgd ? 4 : 8;
   const models::ModelStates states = models::shard_model_states(
-      {compute * elements, compute * elements, master * elements, moments * elements}, r.zero_stage, r.data_parallel);
+      {compute * elements, compute * elements, master * elements, moments * elements}, r.zero_stage, r.zero_shards());
   return states.total_bytes() + gpu.reserved_memory_bytes;
 }
 

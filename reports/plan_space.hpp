@@ -18,8 +18,13 @@ namespace ptsim::reports {
 // ---- The options searched. A new option of an existing axis is one line here; the simulator's rule for
 // it (which combinations it runs) lives in models::check_recipe_fits_model, which every candidate is
 // checked against, so nothing else in the planner needs to change.
-inline const std::vector<int> kPlannedZeroStages = {0, 1, 2};
+inline const std::vector<int> kPlannedZeroStages = {0, 1, 2, 3};
 inline const std::vector<bool> kPlannedRecompute = {false, true};
+// Megatron sequence parallelism, tried where there is tensor parallelism to split (T > 1).
+inline const std::vector<bool> kPlannedSequenceParallel = {false, true};
+// ZeRO-3 also as hybrid sharding with one node's data-parallel ranks a shard group (shard_group = GPUs per
+// node ÷ T), where D is larger than that (FSDP's HYBRID_SHARD; docs/parallelism.md).
+inline constexpr bool kPlannedHybridShard = true;
 struct ScheduleOption {
   models::PipelineSchedule schedule;
   std::vector<int64_t> virtual_stages;  // tried where they divide the layers (interleaved only)
@@ -38,15 +43,18 @@ struct Layout {
   models::PipelineSchedule schedule = models::PipelineSchedule::one_f_one_b;
   int64_t virtual_stages = 1;
   int zero_stage = 0;
+  int64_t shard_group = 0;  // ZeRO-3 hybrid sharding's group (0: shard over all D)
+  bool sequence_parallel = false;
   bool recompute = false;
 
   void apply(models::Recipe& r) const;  // sets these fields (and clears stage_layers: even split)
-  std::string label() const;            // "TP 8 × PP 16 (1f1b) × DP 8, recompute"
+  std::string label() const;            // "TP 8 × PP 16 (1f1b) × DP 8, SP, recompute"
 };
 
 // Every layout of `gpus` GPUs in nodes of `gpus_per_node`: TP a power of two within a node (Megatron keeps
 // it in the NVLink domain), PP any divisor of the rest up to the layers, DP what remains; then each
-// schedule (PP > 1), virtual-stage count, ZeRO stage and recomputation choice.
+// schedule (PP > 1), virtual-stage count, ZeRO stage (and hybrid shard group), sequence parallelism (T > 1)
+// and recomputation choice.
 std::vector<Layout> enumerate_layouts(int64_t gpus, int64_t gpus_per_node, int64_t num_layers);
 
 // Why `recipe` (a layout applied to a phase's recipe) cannot be built or simulated — the model's

@@ -116,7 +116,8 @@ void validate_sweep(const SweepSpec& spec, const hwprofiles::ProfileSet& profile
   for (const auto& axis : spec.axes) {
     if (spec.auto_recipe && is_auto_recipe_key(axis.key))
       throw InputError(fmt::format("--vary {}: --auto-recipe chooses micro-batch, accumulation, recomputation, tensor "
-                                   "and pipeline parallelism (schedule, virtual stages) and the ZeRO stage itself; drop "
+                                   "and pipeline parallelism (schedule, virtual stages), the ZeRO stage (and hybrid shard group) and "
+                                   "sequence parallelism itself; drop "
                                    "the axis or --auto-recipe", axis.key));
     for (const auto& value : axis.values) {
       core::Json json = spec.base;

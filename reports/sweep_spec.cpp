@@ -79,7 +79,8 @@ const std::vector<std::string>& auto_recipe_keys() {
                                                 "recipe.recompute",     "recipe.tensor_parallel",
                                                 "recipe.pipeline_parallel", "recipe.pipeline_schedule",
                                                 "recipe.virtual_stages", "recipe.stage_layers",
-                                                "recipe.zero_stage"};
+                                                "recipe.zero_stage",    "recipe.shard_group",
+                                                "recipe.sequence_parallel"};
   return keys;
 }
 

@@ -52,6 +52,21 @@ TEST_CASE("ptsim plan --format json --out: every layout with its verdict, writte
   REQUIRE(j["layouts"].size() > 10);
   CHECK(j["layouts"][0]["verdict"] == "best");
   CHECK(j["run_with"].size() >= 5);
+  // Every searched axis is in each row and named in its why-not: ZeRO-3 and sequence parallelism among them
+  // (4 A100s of one node: D up to 4, T up to 4).
+  int zero3 = 0, sequence_parallel = 0, named = 0;
+  for (const auto& row : j["layouts"]) {
+    REQUIRE(row.contains("shard_group"));
+    zero3 += row["zero_stage"] == 3;
+    sequence_parallel += row["sequence_parallel"] == true;
+    named += row["why"].get<std::string>().find("% slower") != std::string::npos;
+  }
+  CHECK(zero3 > 0);
+  CHECK(sequence_parallel > 0);
+  CHECK(named > 0);
+  auto text = run_ptsim("plan " + file + " --top 1000");
+  CHECK(text.output.find(", ZeRO-3, ") != std::string::npos);
+  CHECK(text.output.find(", SP, ") != std::string::npos);
 }
 
 TEST_CASE("ptsim plan refuses with the fix: GPT-3 175B on one node; bad flags are exit 2") {

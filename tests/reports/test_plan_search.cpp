@@ -1,7 +1,9 @@
-// tests/reports/test_plan_search.cpp — the planner (reports/plan_search): on a case small enough to
-// enumerate every layout × micro-batch by brute force, it finds the brute-force optimum (and its lower
-// bound never exceeds a simulated step); a model no layout can hold is refused with the fix; the
-// sweep's --auto-recipe applies what it finds.
+// tests/reports/test_plan_search.cpp — the planner (reports/plan_search): on cases small enough to
+// enumerate every layout × micro-batch by brute force (one node; two nodes, where ZeRO-3 is also searched
+// hybrid), it finds the brute-force optimum, and its lower bound never exceeds a simulated step of any
+// layout it searches (ZeRO 0–3, hybrid sharding, ZeRO-1 with pipelines, sequence parallelism); the bound's
+// communication terms are non-zero where the simulator cannot hide communication; a model no layout can hold
+// is refused with the fix; the sweep's --auto-recipe applies what it finds.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -38,10 +40,31 @@ Scenario small_gpt() {
                         "test");
 }
 
+// GPT-2 124M on two nodes of two A100s (DGX A100 nodes cut to 2 GPUs: the data-parallel traffic crosses
+// InfiniBand), 8 sequences of 128 per step: D = 4 > 2 GPUs per node, so ZeRO-3 is searched hybrid too.
+Scenario two_node_gpt() {
+  return parse_scenario(core::Json::parse(R"({
+    "name": "two-node-gpt", "model": "gpt2-124m",
+    "cluster": {"node": "dgx-a100", "nodes": 2, "gpus_per_node": 2},
+    "recipe": {"precision": "bf16", "optimizer": "adamw"},
+    "phases": [{"name": "pretraining", "seq_len": 128, "micro_batch": 2, "global_batch": 8, "steps": 1000}]})"),
+                        "test");
+}
+
 struct BruteForce {
   double best_seconds = std::numeric_limits<double>::infinity();
   Layout best;
   int simulated = 0;
+  // Candidates simulated per searched option the bound has terms for (each must be exercised).
+  int zero3 = 0, hybrid = 0, zero1_pipeline = 0, sequence_parallel = 0, data_parallel = 0;
+  void count(const Layout& l) {
+    ++simulated;
+    zero3 += l.zero_stage == 3;
+    hybrid += l.shard_group > 0;
+    zero1_pipeline += l.zero_stage == 1 && l.pipeline_parallel > 1;
+    sequence_parallel += l.sequence_parallel;
+    data_parallel += l.data_parallel > 1;
+  }
 };
 
 // Every layout the planner enumerates, every micro-batch that divides the per-rank batch, every one the
@@ -72,7 +95,7 @@ BruteForce brute_force(const Scenario& s, int64_t global) {
         if (need > static_cast<double>(config.gpu.memory_bytes)) continue;
         iteration = sim::simulate_pipeline_step(p->chunks, config).iteration_seconds;
       }
-      ++out.simulated;
+      out.count(layout);
       const double bound = step_lower_bound_seconds(*model, r, config, cache);
       CHECK_MESSAGE(bound <= iteration * (1 + 1e-9), layout.label(), " micro-batch ", micro, ": bound ", bound,
                     " > simulated ", iteration);
@@ -89,6 +112,9 @@ TEST_CASE("the planner finds the brute-force optimum of a small GPT case, and it
   const Scenario s = small_gpt();
   const BruteForce brute = brute_force(s, 16);
   REQUIRE(brute.simulated > 50);  // the case must actually offer choices (pipelines, TP, ZeRO, recompute)
+  CHECK(brute.zero3 > 0);
+  CHECK(brute.zero1_pipeline > 0);
+  CHECK(brute.sequence_parallel > 0);
   PredictionCache cache;
   const PlanSearch search = search_plans(s, {16}, profiles(), cache);
   REQUIRE(search.best() != nullptr);
@@ -100,6 +126,59 @@ TEST_CASE("the planner finds the brute-force optimum of a small GPT case, and it
   CHECK(search.layouts.size() == enumerate_layouts(4, 4, 12).size());
   const Prediction p = predict_scenario(apply_plan(s, *search.best()), profiles());
   CHECK(p.training_seconds == doctest::Approx(search.best()->seconds).epsilon(1e-9));
+}
+
+TEST_CASE("two nodes: the planner finds the brute-force optimum with hybrid sharding searched; the bound holds") {
+  const Scenario s = two_node_gpt();
+  const BruteForce brute = brute_force(s, 8);
+  CHECK(brute.hybrid > 0);  // shard group 2 = one node's GPUs ÷ T 1, D 4
+  CHECK(brute.zero3 > brute.hybrid);
+  CHECK(brute.zero1_pipeline > 0);
+  PredictionCache cache;
+  const PlanSearch search = search_plans(s, {8}, profiles(), cache);
+  REQUIRE(search.best() != nullptr);
+  CHECK(search.best()->seconds == doctest::Approx(brute.best_seconds).epsilon(1e-9));
+  INFO("planner: ", search.best()->layout.label(), "; brute force: ", brute.best.label());
+  CHECK(search.simulations < brute.simulated);
+}
+
+TEST_CASE("the bound counts the communication a step cannot hide") {
+  // Across two nodes (two_node_gpt), without accumulation: ZeRO-3's first gather has nothing to overlap,
+  // a data-parallel step's last bucket is reduced after the last backward op, and a pipeline's stages reduce
+  // their gradients after the flush — so each bound exceeds the same recipe's op times alone (the compute-only
+  // bound the planner used before), by at least a microsecond (an inter-node collective of a 124M model's
+  // buckets takes far longer).
+  const Scenario s = with_stack(two_node_gpt(), profiles());
+  const sim::ClusterConfig config = resolve_cluster(s, profiles());
+  PredictionCache cache;
+  const auto model = cache.model(s.model);
+  auto recipe = [&](int64_t pp, int zero) {
+    models::Recipe r = s.recipe;
+    Layout layout;
+    layout.pipeline_parallel = pp;
+    layout.data_parallel = 4 / pp;
+    layout.zero_stage = zero;
+    layout.apply(r);
+    r.seq_len = 128;
+    r.micro_batch = 1;
+    r.grad_accum = 8 / layout.data_parallel;
+    return r;
+  };
+  for (int zero : {0, 1, 3}) {
+    const models::Recipe r = recipe(1, zero);
+    const double compute = cache.single_device(*model, r, config.gpu).step_seconds;
+    CHECK_MESSAGE(step_lower_bound_seconds(*model, r, config, cache) > compute + 1e-6, "ZeRO-", zero);
+  }
+  for (int zero : {0, 1}) {
+    // Without the reductions after the flush a pipeline's bound is at most the flush (its passes end by then)
+    // plus the optimizer tail; counting them it exceeds the simulated flush.
+    const models::Recipe r = recipe(2, zero);
+    const sim::StepSimulation simulated = cache.pipeline_step(*model, r, config);
+    const double bound = step_lower_bound_seconds(*model, r, config, cache);
+    CHECK(bound <= simulated.iteration_seconds * (1 + 1e-9));
+    CHECK_MESSAGE(bound > simulated.pipeline_flush_seconds, "pipeline, ZeRO-", zero, ": bound ", bound, ", flush ",
+                  simulated.pipeline_flush_seconds, ", iteration ", simulated.iteration_seconds);
+  }
 }
 
 TEST_CASE("a runner-up says why it lost") {
