@@ -56,17 +56,27 @@ class Passes {
   // the CUDA sum passes' order too.
   template <size_t K, class Element>
   std::vector<std::array<double, K>> sums(Element&& element) const {
-    std::vector<std::array<double, K>> part(plan_.chunks.size());
-    for_each_chunk(plan_.chunks.size(), threads_, [&](size_t k) {
-      const OptimizerChunk& ch = plan_.chunks[k];
-      const HostOptimizerTensor& t = tensors_[static_cast<size_t>(ch.tensor)];
+    return chunk_sums<K>([&](const HostOptimizerTensor& t, const OptimizerChunk& ch) {
       std::array<std::array<double, math::kSumLanes>, K> lanes{};
       for (auto e = static_cast<size_t>(ch.begin); e < static_cast<size_t>(ch.end); ++e) {
         const std::array<float, K> x = element(t, e);
         const size_t lane = (e - static_cast<size_t>(ch.begin)) % math::kSumLanes;
         for (size_t j = 0; j < K; ++j) lanes[j][lane] += static_cast<double>(x[j]) * x[j];
       }
-      for (size_t j = 0; j < K; ++j) part[k][j] = math::combine_lanes(lanes[j].data());
+      std::array<double, K> part{};
+      for (size_t j = 0; j < K; ++j) part[j] = math::combine_lanes(lanes[j].data());
+      return part;
+    });
+  }
+
+  // The same per-tensor totals from chunk(tensor, chunk), which returns the chunk's K sums (already in the
+  // lane order: a vector kernel, cpu_vector_kernels.hpp).
+  template <size_t K, class Chunk>
+  std::vector<std::array<double, K>> chunk_sums(Chunk&& chunk) const {
+    std::vector<std::array<double, K>> part(plan_.chunks.size());
+    for_each_chunk(plan_.chunks.size(), threads_, [&](size_t k) {
+      const OptimizerChunk& ch = plan_.chunks[k];
+      part[k] = chunk(tensors_[static_cast<size_t>(ch.tensor)], ch);
     });
     std::vector<std::array<double, K>> total(tensors_.size(), std::array<double, K>{});
     for (size_t i = 0; i < total.size(); ++i) {
@@ -122,10 +132,11 @@ void lamb(const Hyperparameters& h, const StepInputs& in, std::span<const HostOp
           const Passes& passes) {
   const AdamStep decay = optim_math::adam_step(h, in.t, true), no_decay = optim_math::adam_step(h, in.t, false);
   const float clip = static_cast<float>(in.clip_divisor);
-  const auto sq = passes.sums<2>([&](const HostOptimizerTensor& t, size_t e) {
-    const float u = optim_math::lamb_moments_and_direction(t.weight[e], t.grad[e], t.state[0][e], t.state[1][e],
-                                                           t.decay ? decay : no_decay, clip);
-    return std::array<float, 2>{u, t.weight[e]};
+  const CpuIsa isa = detected_cpu_isa();
+  const auto sq = passes.chunk_sums<2>([&](const HostOptimizerTensor& t, const OptimizerChunk& ch) {
+    const auto b = static_cast<size_t>(ch.begin);
+    return lamb_moments_chunk(isa, t.weight + b, t.grad + b, t.state[0] + b, t.state[1] + b,
+                              static_cast<size_t>(ch.end - ch.begin), t.decay ? decay : no_decay, clip);
   });
   std::vector<float> step(passes.size());
   for (size_t i = 0; i < step.size(); ++i) {
@@ -133,9 +144,12 @@ void lamb(const Hyperparameters& h, const StepInputs& in, std::span<const HostOp
     step[i] = static_cast<float>(
         in.lr * (apply_ratio ? optim_math::trust_ratio(std::sqrt(sq[i][1]), std::sqrt(sq[i][0])) : 1.0));
   }
-  passes.apply([&](const HostOptimizerTensor& t, size_t e) {
-    optim_math::lamb_apply(t.weight[e], t.state[0][e], t.state[1][e], t.decay ? decay : no_decay,
-                           step[index_of(tensors, t)]);
+  for_each_chunk(passes.plan().chunks.size(), passes.threads(), [&](size_t k) {
+    const OptimizerChunk& ch = passes.plan().chunks[k];
+    const HostOptimizerTensor& t = tensors[static_cast<size_t>(ch.tensor)];
+    const auto b = static_cast<size_t>(ch.begin);
+    lamb_apply_range(isa, t.weight + b, t.state[0] + b, t.state[1] + b, static_cast<size_t>(ch.end - ch.begin),
+                     t.decay ? decay : no_decay, step[static_cast<size_t>(ch.tensor)]);
   });
 }
 

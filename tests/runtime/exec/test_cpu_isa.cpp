@@ -1,9 +1,10 @@
 // tests/runtime/exec/test_cpu_isa.cpp — the CPU vector kernels' ISA variants (runtime/exec/cpu_isa.hpp,
 // cpu_vector_kernels.hpp): every variant this CPU runs gives the baseline's bits (sum of squares, scale,
-// AdamW, dropout mask), AdamW's loop gives adamw_element's bits one by one, and the sum of squares follows the
+// AdamW, NVLAMB, dropout mask), AdamW's and NVLAMB's loops give optim_math's bits one by one, and the sum of squares follows the
 // lane order of math/lane_sums.hpp, pinned by an input whose sum differs between orders.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -44,7 +45,7 @@ TEST_CASE("cpu ISA variants: the baseline is always runnable, the detected one i
   MESSAGE("this CPU runs the " << cpu::to_string(cpu::detected_cpu_isa()) << " variants");
 }
 
-TEST_CASE("cpu ISA variants: sum of squares, scale and AdamW give the baseline's bits") {
+TEST_CASE("cpu ISA variants: sum of squares, scale, AdamW and NVLAMB give the baseline's bits") {
   // 1,003 elements: 62 full groups of 16 lanes and a tail of 11 (the tail's path differs from the body's).
   const size_t n = 1003;
   const std::vector<float> x = spread_values(n, 0.0), g = spread_values(n, 1.0), m0 = spread_values(n, 2.0);
@@ -75,6 +76,21 @@ TEST_CASE("cpu ISA variants: sum of squares, scale and AdamW give the baseline's
     CHECK_MESSAGE(same_bits(w, w_ref), name);
     CHECK_MESSAGE(same_bits(m, m_ref), name);
     CHECK_MESSAGE(same_bits(v, v_ref), name);
+    // NVLAMB pass 1 and 2 against lamb_moments_and_direction / lamb_apply one by one, Σu², Σw² against the
+    // lane order (chunk_sum_of_squares on the reference u and w, itself checked by the test below).
+    std::vector<float> lw = x, lm = m0, lv = v0, u_ref(n), lm_ref = m0, lv_ref = v0;
+    for (size_t i = 0; i < n; ++i)
+      u_ref[i] = optim_math::lamb_moments_and_direction(x[i], g[i], lm_ref[i], lv_ref[i], c, clip);
+    const std::array<double, 2> sums = cpu::lamb_moments_chunk(isa, lw.data(), g.data(), lm.data(), lv.data(), n, c, clip);
+    const double u_sq = cpu::chunk_sum_of_squares(CpuIsa::baseline, u_ref.data(), n);
+    CHECK_MESSAGE(std::memcmp(&sums[0], &u_sq, sizeof u_sq) == 0, name);
+    CHECK_MESSAGE(std::memcmp(&sums[1], &ss_base, sizeof ss_base) == 0, name);
+    CHECK_MESSAGE(same_bits(lm, lm_ref), name);
+    CHECK_MESSAGE(same_bits(lv, lv_ref), name);
+    std::vector<float> lw_ref = x;
+    for (size_t i = 0; i < n; ++i) optim_math::lamb_apply(lw_ref[i], lm_ref[i], lv_ref[i], c, 0.01f);
+    cpu::lamb_apply_range(isa, lw.data(), lm.data(), lv.data(), n, c, 0.01f);
+    CHECK_MESSAGE(same_bits(lw, lw_ref), name);
   }
 }
 
