@@ -22,6 +22,7 @@
 #include "runtime/exec/cpu_fused_attention.hpp"  // defines: run_fused_attention_op
 #include "runtime/exec/cpu_fused_dropout.hpp"  // softmax_dropout, bias_dropout_residual
 #include "runtime/exec/cpu_gemm.hpp"  // defines: gemm_run, batched_gemm_run
+#include "runtime/exec/cpu_vector_kernels.hpp"  // defines: dropout_keep_mask
 #include "runtime/exec/math/activation_math.hpp"  // the per-element maths shared with the CUDA kernels
 #include "runtime/exec/math/norm_math.hpp"
 #include "runtime/exec/op_shape_checks.hpp"
@@ -130,14 +131,11 @@ void dropout_forward(T* y, uint8_t* mask, const T* x, int64_t n, double p, uint6
     std::fill(mask, mask + n, uint8_t{0});
     return;
   }
-  // The mask every backend draws (dropout_mask.hpp).
+  // The mask every backend draws (dropout_mask.hpp), drawn by the ISA variant this CPU has, then applied.
   const uint64_t threshold = dropout_threshold(std::max(p, 0.0));
   const T scale = math::dropout_scale<T>(p);
-  for (int64_t i = 0; i < n; ++i) {
-    const bool keep = dropout_keep(key, static_cast<uint64_t>(i), threshold);
-    mask[i] = keep ? 1 : 0;
-    y[i] = math::dropout_apply(x[i], keep, scale);
-  }
+  dropout_keep_mask(detected_cpu_isa(), mask, static_cast<size_t>(n), key, 0, threshold);
+  for (int64_t i = 0; i < n; ++i) y[i] = math::dropout_apply(x[i], mask[i] != 0, scale);
 }
 
 template <class T>

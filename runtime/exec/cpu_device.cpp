@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "runtime/exec/cpu_parallel.hpp"
+#include "runtime/exec/cpu_vector_kernels.hpp"
 #ifdef PTSIM_HAVE_CUDA
 #include "runtime/exec/cuda/cuda_backend.hpp"  // defines: make_cuda_backend
 #endif
@@ -116,21 +117,23 @@ void CpuDevice::round_to_dtype(const DeviceSpan& span, models::DType dtype) {
 }
 
 namespace {
+// Both passes run the ISA variant this CPU has (cpu_vector_kernels.hpp; every variant gives the same bits).
 template <class T>
 void scale_chunks(T* x, size_t n, T factor, int threads) {
+  const CpuIsa isa = detected_cpu_isa();
   for_each_chunk(chunk_count(n), threads, [&](size_t c) {
-    const size_t end = std::min(n, (c + 1) * kChunkElements);
-    for (size_t i = c * kChunkElements; i < end; ++i) x[i] *= factor;
+    const size_t begin = c * kChunkElements, end = std::min(n, begin + kChunkElements);
+    scale_range(isa, x + begin, end - begin, factor);
   });
 }
+// Per chunk the lane order of math/lane_sums.hpp, then the chunks in order (the CUDA backend's order too).
 template <class T>
 double sum_of_squares_chunks(const T* x, size_t n, int threads) {
+  const CpuIsa isa = detected_cpu_isa();
   std::vector<double> partial(chunk_count(n), 0.0);
   for_each_chunk(partial.size(), threads, [&](size_t c) {
-    const size_t end = std::min(n, (c + 1) * kChunkElements);
-    double s = 0.0;
-    for (size_t i = c * kChunkElements; i < end; ++i) s += static_cast<double>(x[i]) * static_cast<double>(x[i]);
-    partial[c] = s;
+    const size_t begin = c * kChunkElements, end = std::min(n, begin + kChunkElements);
+    partial[c] = chunk_sum_of_squares(isa, x + begin, end - begin);
   });
   double sum = 0.0;
   for (double p : partial) sum += p;  // chunk order: independent of the thread count

@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "runtime/exec/cpu_vector_kernels.hpp"  // defines: dropout_keep_mask
 #include "runtime/exec/dropout_mask.hpp"
 #include "runtime/exec/math/fused_dropout_math.hpp"
 
@@ -25,7 +26,13 @@ struct DropoutRule {
       : drop_all(p >= 1.0),
         threshold(p >= 1.0 ? 0 : dropout_threshold(std::max(p, 0.0))),
         scale(math::dropout_scale<T>(p)) {}
-  bool keep(uint64_t key, uint64_t i) const { return !drop_all && dropout_keep(key, i, threshold); }
+  // mask[i] = keep(first + i) for i in [0, n): the draws by the ISA variant this CPU has (same bits).
+  void draw(uint8_t* mask, size_t n, uint64_t key, uint64_t first) const {
+    if (drop_all)
+      std::fill(mask, mask + n, uint8_t{0});
+    else
+      dropout_keep_mask(detected_cpu_isa(), mask, n, key, first, threshold);
+  }
 };
 
 // One softmax row, exactly as softmax_forward computes it (cpu_backend.cpp): max, exp in T, sum in double.
@@ -63,11 +70,8 @@ void softmax_dropout_forward(T* dropped, T* probs, uint8_t* mask, const T* score
     softmax_row(pr, scores + r * cols, r, cols, S, softmax_mask);
     T* dr = dropped + r * cols;
     uint8_t* mr = mask + r * cols;
-    for (int64_t j = 0; j < cols; ++j) {
-      const bool keep = rule.keep(key, static_cast<uint64_t>(r * cols + j));
-      mr[j] = keep ? 1 : 0;
-      dr[j] = math::dropout_apply(pr[j], keep, rule.scale);
-    }
+    rule.draw(mr, static_cast<size_t>(cols), key, static_cast<uint64_t>(r * cols));
+    for (int64_t j = 0; j < cols; ++j) dr[j] = math::dropout_apply(pr[j], mr[j] != 0, rule.scale);
   }
 }
 
@@ -96,12 +100,11 @@ void bias_dropout_residual_forward(T* out, uint8_t* mask, const T* y, const T* b
     return;
   }
   const DropoutRule<T> rule(p);
+  rule.draw(mask, static_cast<size_t>(M * N), key, 0);
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) {
       const int64_t i = m * N + n;
-      const bool keep = rule.keep(key, static_cast<uint64_t>(i));
-      mask[i] = keep ? 1 : 0;
-      out[i] = math::bias_dropout_residual_value(y[i], bias[n], residual[i], keep, rule.scale);
+      out[i] = math::bias_dropout_residual_value(y[i], bias[n], residual[i], mask[i] != 0, rule.scale);
     }
 }
 

@@ -1,7 +1,7 @@
 // runtime/exec/cpu_optimizer.cpp — the optimizers' multi-tensor passes on host memory (see the header), and
 // Backend::optimizer_step's default (the same passes on host copies of a backend's buffers).
 // Element arithmetic is fp32 (apex multi_tensor_lamb: MATH_T = float); norms are double sums per fixed
-// chunk, added per tensor in chunk order.
+// chunk (16 lanes, math/lane_sums.hpp), added per tensor in chunk order.
 #include "runtime/exec/cpu_optimizer.hpp"
 
 #include <array>
@@ -12,6 +12,8 @@
 #include "runtime/exec/backend.hpp"
 #include "runtime/exec/cpu_device.hpp"
 #include "runtime/exec/cpu_parallel.hpp"  // defines: for_each_chunk, kChunkElements
+#include "runtime/exec/cpu_vector_kernels.hpp"
+#include "runtime/exec/math/lane_sums.hpp"
 #include "runtime/exec/optimizer_plan.hpp"
 
 namespace ptsim::runtime {
@@ -49,19 +51,32 @@ class Passes {
     });
   }
 
-  // Per tensor: Σ over its elements of value², for each of the K values element(tensor, e) returns.
+  // Per tensor: Σ over its elements of value², for each of the K values element(tensor, e) returns: per
+  // chunk in the lane order of math/lane_sums.hpp (element e − chunk begin goes to lane (e − begin) mod 16),
+  // the CUDA sum passes' order too.
   template <size_t K, class Element>
   std::vector<std::array<double, K>> sums(Element&& element) const {
+    return chunk_sums<K>([&](const HostOptimizerTensor& t, const OptimizerChunk& ch) {
+      std::array<std::array<double, math::kSumLanes>, K> lanes{};
+      for (auto e = static_cast<size_t>(ch.begin); e < static_cast<size_t>(ch.end); ++e) {
+        const std::array<float, K> x = element(t, e);
+        const size_t lane = (e - static_cast<size_t>(ch.begin)) % math::kSumLanes;
+        for (size_t j = 0; j < K; ++j) lanes[j][lane] += static_cast<double>(x[j]) * x[j];
+      }
+      std::array<double, K> part{};
+      for (size_t j = 0; j < K; ++j) part[j] = math::combine_lanes(lanes[j].data());
+      return part;
+    });
+  }
+
+  // The same per-tensor totals from chunk(tensor, chunk), which returns the chunk's K sums (already in the
+  // lane order: a vector kernel, cpu_vector_kernels.hpp).
+  template <size_t K, class Chunk>
+  std::vector<std::array<double, K>> chunk_sums(Chunk&& chunk) const {
     std::vector<std::array<double, K>> part(plan_.chunks.size());
     for_each_chunk(plan_.chunks.size(), threads_, [&](size_t k) {
       const OptimizerChunk& ch = plan_.chunks[k];
-      const HostOptimizerTensor& t = tensors_[static_cast<size_t>(ch.tensor)];
-      std::array<double, K> acc{};
-      for (auto e = static_cast<size_t>(ch.begin); e < static_cast<size_t>(ch.end); ++e) {
-        const std::array<float, K> x = element(t, e);
-        for (size_t j = 0; j < K; ++j) acc[j] += static_cast<double>(x[j]) * x[j];
-      }
-      part[k] = acc;
+      part[k] = chunk(tensors_[static_cast<size_t>(ch.tensor)], ch);
     });
     std::vector<std::array<double, K>> total(tensors_.size(), std::array<double, K>{});
     for (size_t i = 0; i < total.size(); ++i) {
@@ -73,6 +88,8 @@ class Passes {
   }
 
   size_t size() const { return tensors_.size(); }
+  const OptimizerPlan& plan() const { return plan_; }
+  int threads() const { return threads_; }
 
  private:
   std::span<const HostOptimizerTensor> tensors_;
@@ -85,11 +102,18 @@ size_t index_of(std::span<const HostOptimizerTensor> tensors, const HostOptimize
   return static_cast<size_t>(&t - tensors.data());
 }
 
-void adamw(const Hyperparameters& h, const StepInputs& in, const Passes& passes) {
+// The element update through cpu_vector_kernels.hpp's ISA variants (same bits as adamw_element one by one).
+void adamw(const Hyperparameters& h, const StepInputs& in, std::span<const HostOptimizerTensor> tensors,
+           const OptimizerPlan& plan, int threads) {
   const AdamStep decay = optim_math::adam_step(h, in.t, true), no_decay = optim_math::adam_step(h, in.t, false);
   const float lr = static_cast<float>(in.lr), clip = static_cast<float>(in.clip_divisor);
-  passes.apply([&](const HostOptimizerTensor& t, size_t e) {
-    optim_math::adamw_element(t.weight[e], t.grad[e], t.state[0][e], t.state[1][e], t.decay ? decay : no_decay, lr, clip);
+  const CpuIsa isa = detected_cpu_isa();
+  for_each_chunk(plan.chunks.size(), threads, [&](size_t k) {
+    const OptimizerChunk& ch = plan.chunks[k];
+    const HostOptimizerTensor& t = tensors[static_cast<size_t>(ch.tensor)];
+    const auto b = static_cast<size_t>(ch.begin);
+    adamw_range(isa, t.weight + b, t.grad + b, t.state[0] + b, t.state[1] + b, static_cast<size_t>(ch.end - ch.begin),
+                t.decay ? decay : no_decay, lr, clip);
   });
 }
 
@@ -108,10 +132,11 @@ void lamb(const Hyperparameters& h, const StepInputs& in, std::span<const HostOp
           const Passes& passes) {
   const AdamStep decay = optim_math::adam_step(h, in.t, true), no_decay = optim_math::adam_step(h, in.t, false);
   const float clip = static_cast<float>(in.clip_divisor);
-  const auto sq = passes.sums<2>([&](const HostOptimizerTensor& t, size_t e) {
-    const float u = optim_math::lamb_moments_and_direction(t.weight[e], t.grad[e], t.state[0][e], t.state[1][e],
-                                                           t.decay ? decay : no_decay, clip);
-    return std::array<float, 2>{u, t.weight[e]};
+  const CpuIsa isa = detected_cpu_isa();
+  const auto sq = passes.chunk_sums<2>([&](const HostOptimizerTensor& t, const OptimizerChunk& ch) {
+    const auto b = static_cast<size_t>(ch.begin);
+    return lamb_moments_chunk(isa, t.weight + b, t.grad + b, t.state[0] + b, t.state[1] + b,
+                              static_cast<size_t>(ch.end - ch.begin), t.decay ? decay : no_decay, clip);
   });
   std::vector<float> step(passes.size());
   for (size_t i = 0; i < step.size(); ++i) {
@@ -119,9 +144,12 @@ void lamb(const Hyperparameters& h, const StepInputs& in, std::span<const HostOp
     step[i] = static_cast<float>(
         in.lr * (apply_ratio ? optim_math::trust_ratio(std::sqrt(sq[i][1]), std::sqrt(sq[i][0])) : 1.0));
   }
-  passes.apply([&](const HostOptimizerTensor& t, size_t e) {
-    optim_math::lamb_apply(t.weight[e], t.state[0][e], t.state[1][e], t.decay ? decay : no_decay,
-                           step[index_of(tensors, t)]);
+  for_each_chunk(passes.plan().chunks.size(), passes.threads(), [&](size_t k) {
+    const OptimizerChunk& ch = passes.plan().chunks[k];
+    const HostOptimizerTensor& t = tensors[static_cast<size_t>(ch.tensor)];
+    const auto b = static_cast<size_t>(ch.begin);
+    lamb_apply_range(isa, t.weight + b, t.state[0] + b, t.state[1] + b, static_cast<size_t>(ch.end - ch.begin),
+                     t.decay ? decay : no_decay, step[static_cast<size_t>(ch.tensor)]);
   });
 }
 
@@ -160,7 +188,7 @@ void optimizer_step(const Hyperparameters& hyper, const StepInputs& in, std::spa
                     int threads) {
   const Passes passes(tensors, threads);
   switch (hyper.rule) {
-    case optim_math::Rule::adamw: return adamw(hyper, in, passes);
+    case optim_math::Rule::adamw: return adamw(hyper, in, tensors, passes.plan(), passes.threads());
     case optim_math::Rule::lamb: return lamb(hyper, in, tensors, passes);
     case optim_math::Rule::lans: return lans(hyper, in, tensors, passes);
     case optim_math::Rule::sgd: return sgd(hyper, in, passes);

@@ -5,9 +5,10 @@
 //   * apply passes (AdamW, SGD, LAMB's and LANS's last pass): one block per chunk, threads stride the chunk;
 //     each element is independent, so any schedule gives the same bits.
 //   * sum passes (LAMB pass 1, LANS passes 0 and 1): one warp per chunk, 32 consecutive elements at a time
-//     (coalesced); each lane computes its element and its squares in double, and lane 0 adds them to the
-//     chunk's two running sums in element order — the CPU's left-to-right loop, so the chunk's partial sums
-//     are the CPU's bits (a tree inside the chunk would not be: vector_ops.cu's norm differs by ~1e-16).
+//     (coalesced); each thread computes its element and its squares in double, and the chunk's sums follow
+//     the CPU's lane order (math/lane_sums.hpp): thread j < 16 is lane j and adds its own element, then
+//     thread j + 16's, then the 16 lanes combine in the fixed tree — so the chunk's partial sums are the
+//     CPU's bits.
 //   * per-tensor kernels (one thread per tensor): the tensor's chunk partials added in chunk order, then
 //     trust ratios, inverse gradient norms and step sizes in double and rounded to fp32, exactly as the CPU
 //     reference forms them; they stay on the device (no host round trip).
@@ -28,6 +29,7 @@
 #include "runtime/exec/cuda/cuda_check.hpp"
 #include "runtime/exec/cuda/kernel_common.cuh"
 #include "runtime/exec/cuda/optimizer.hpp"
+#include "runtime/exec/math/lane_sums.hpp"
 
 namespace ptsim::runtime::cuda {
 
@@ -151,33 +153,35 @@ __global__ void apply_kernel(const DeviceTensor* tensors, const OptimizerChunk* 
   for (int64_t e = ch.begin + threadIdx.x; e < ch.end; e += blockDim.x) element(t, ch.tensor, e);
 }
 
-// Warp w of block b takes chunk k = b·kSumWarps + w: partials[k] = (Σ x², Σ y²) over its elements, each sum
-// accumulated in double in element order (lane 0 adds the warp's 32 squares one by one, as the CPU loop).
+// Warp w of block b takes chunk k = b·kSumWarps + w: partials[k] = (Σ x², Σ y²) over its elements in the lane
+// order of math/lane_sums.hpp: element begin + i goes to lane i mod 16 (thread i mod 32 computes it; threads
+// 16..31 hand theirs to thread i − 16, which adds it after its own), then the fixed tree.
 template <class Squares>
 __global__ void chunk_sums_kernel(const DeviceTensor* tensors, const OptimizerChunk* chunks, int64_t chunk_count,
                                   double2* partials, Squares squares) {
-  __shared__ double2 tile[kSumWarps][32];
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   const int64_t k = static_cast<int64_t>(blockIdx.x) * kSumWarps + warp;
-  if (k >= chunk_count) return;  // the whole warp: only __syncwarp below
+  if (k >= chunk_count) return;  // the whole warp: the shuffles below stay within full warps
   const OptimizerChunk ch = chunks[k];
   const DeviceTensor t = tensors[ch.tensor];  // in registers: read once per chunk
   double sx = 0.0, sy = 0.0;
   for (int64_t base = ch.begin; base < ch.end; base += 32) {
     const int64_t e = base + lane;
+    double qx = 0.0, qy = 0.0;  // past the end: adding +0.0 to a lane's sum (≥ +0 or NaN) changes no bit
     if (e < ch.end) {
       const float2 v = squares(t, ch.tensor, e);
-      tile[warp][lane] = make_double2(static_cast<double>(v.x) * v.x, static_cast<double>(v.y) * v.y);
+      qx = static_cast<double>(v.x) * v.x;
+      qy = static_cast<double>(v.y) * v.y;
     }
-    __syncwarp();
-    if (lane == 0) {
-      const int64_t valid = ch.end - base < 32 ? ch.end - base : 32;
-      for (int64_t j = 0; j < valid; ++j) {
-        sx += tile[warp][j].x;
-        sy += tile[warp][j].y;
-      }
-    }
-    __syncwarp();  // lane 0 has read the tile before it is overwritten
+    const double hx = __shfl_down_sync(0xffffffffu, qx, 16), hy = __shfl_down_sync(0xffffffffu, qy, 16);
+    sx += qx;  // lane (e − begin) mod 16 = lane for threads < 16: element base + lane, then base + 16 + lane
+    sy += qy;
+    sx += hx;
+    sy += hy;
+  }
+  for (int w = math::kSumLanes / 2; w >= 1; w /= 2) {  // combine_lanes on threads 0..15
+    sx += __shfl_down_sync(0xffffffffu, sx, w);
+    sy += __shfl_down_sync(0xffffffffu, sy, w);
   }
   if (lane == 0) partials[k] = make_double2(sx, sy);
 }

@@ -1,12 +1,13 @@
 // runtime/exec/cuda/vector_ops.cu — scale, sum of squares and 16-bit rounding over f32 device memory
-// (vector_ops.hpp). The sum of squares uses the CPU backend's fixed chunks and adds the chunks' double
-// partial sums in chunk order, so the result does not depend on scheduling; within a chunk the block's
-// tree order differs from the CPU's left-to-right loop (double sums: relative differences ~1e-16).
+// (vector_ops.hpp). The sum of squares uses the CPU backend's fixed chunks and, within a chunk, its lane
+// order (math/lane_sums.hpp: 16 lanes, each a half-warp thread adding its elements in order, then the fixed
+// tree as __shfl_down_sync steps), and adds the chunks' double partial sums in chunk order: the CPU's bits.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "runtime/exec/cuda/kernel_common.cuh"
 #include "runtime/exec/cuda/vector_ops.hpp"
+#include "runtime/exec/math/lane_sums.hpp"
 
 namespace ptsim::runtime::cuda {
 namespace {
@@ -15,14 +16,22 @@ __global__ void scale_kernel(float* x, int64_t n, float factor) {
   PTSIM_GRID_STRIDE(i, n) x[i] *= factor;
 }
 
-__global__ void chunk_squares_kernel(double* partials, const float* x, int64_t n, int64_t chunk) {
-  __shared__ double shared[32];
-  const int64_t begin = static_cast<int64_t>(blockIdx.x) * chunk;
-  const int64_t end = begin + chunk < n ? begin + chunk : n;
+constexpr int kChunksPerBlock = 16;  // half-warps (chunks) per block of the sum of squares
+
+// Half-warp h of block b takes chunk c = b·kChunksPerBlock + h; its thread j is lane j of lane_sums.hpp:
+// the elements begin + j, begin + j + 16, ... in order, in double (x² of a float is exact in double, so
+// contracting the add into an FMA would not change a bit either).
+__global__ void chunk_squares_kernel(double* partials, const float* x, int64_t n, int64_t chunk, int64_t chunks) {
+  const int lane = static_cast<int>(threadIdx.x % math::kSumLanes);
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * kChunksPerBlock + threadIdx.x / math::kSumLanes;
   double s = 0.0;
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) s += static_cast<double>(x[i]) * x[i];
-  s = block_reduce(s, SumOp<double>{}, shared);
-  if (threadIdx.x == 0) partials[blockIdx.x] = s;
+  if (c < chunks) {
+    const int64_t begin = c * chunk, end = begin + chunk < n ? begin + chunk : n;
+    for (int64_t i = begin + lane; i < end; i += math::kSumLanes) s += static_cast<double>(x[i]) * x[i];
+  }
+  // combine_lanes: lanes[j] += lanes[j + w] for w = 8, 4, 2, 1 (lanes ≥ w compute values nobody reads).
+  for (int w = math::kSumLanes / 2; w >= 1; w /= 2) s += __shfl_down_sync(0xffffffffu, s, w, math::kSumLanes);
+  if (lane == 0 && c < chunks) partials[c] = s;
 }
 
 __global__ void add_in_order_kernel(double* out, const double* partials, int64_t count) {
@@ -46,9 +55,11 @@ void launch_scale(float* x, size_t n, float factor, cudaStream_t stream) {
 void launch_sum_of_squares(double* out, double* partials, const float* x, size_t n, size_t chunk,
                            cudaStream_t stream) {
   const size_t chunks = (n + chunk - 1) / chunk;
-  if (chunks > 0)
-    chunk_squares_kernel<<<static_cast<unsigned>(chunks), kThreads, 0, stream>>>(partials, x, static_cast<int64_t>(n),
-                                                                                  static_cast<int64_t>(chunk));
+  if (chunks > 0) {
+    const auto blocks = static_cast<unsigned>((chunks + kChunksPerBlock - 1) / kChunksPerBlock);
+    chunk_squares_kernel<<<blocks, kChunksPerBlock * math::kSumLanes, 0, stream>>>(
+        partials, x, static_cast<int64_t>(n), static_cast<int64_t>(chunk), static_cast<int64_t>(chunks));
+  }
   add_in_order_kernel<<<1, 1, 0, stream>>>(out, partials, static_cast<int64_t>(chunks));
 }
 

@@ -5,7 +5,7 @@
 // the CPU backend's in-place pass.
 // The host-pointer optimizer is kept here as the oracle, reduced to one thread (threads never changed its
 // bits: test_optimizers.cpp): per tensor, fixed chunks of 2^15 elements, optim_math's element functions,
-// norms as per-chunk double sums added in chunk order. That is the loop structure of runtime/optim/
+// norms as per-chunk double sums (16 lanes, math/lane_sums.hpp) added in chunk order. That is the loop structure of runtime/optim/
 // optimizer.cpp before the optimizer moved into the backend (docs/executor.md, "The device seam").
 #include <doctest/doctest.h>
 
@@ -20,6 +20,7 @@
 #include "models/model_spec.hpp"
 #include "runtime/exec/backend.hpp"
 #include "runtime/exec/executor.hpp"
+#include "runtime/exec/math/lane_sums.hpp"
 #include "runtime/optim/optimizer.hpp"
 #include "tests/runtime/exec/executor_test_support.hpp"
 #include "tests/runtime/exec/forwarding_backend.hpp"
@@ -46,14 +47,17 @@ optim_math::AdamStep old_adam_step(const OptimizerConfig& config, int64_t step, 
   return c;
 }
 
-// Σ over tensor elements of f(e)² as the old passes summed it: per chunk in double, chunks in order.
+// Σ over tensor elements of f(e)²: per chunk in double, chunks in order; within a chunk the 16-lane order
+// of math/lane_sums.hpp (element e − chunk start to lane (e − start) mod 16, lanes in element order, then the
+// fixed tree), which replaced the old passes' one left-to-right sum per chunk.
 template <class F>
 double chunked_sum(size_t n, F&& f) {
   double total = 0.0;
   for (size_t at = 0; at < n; at += kChunk) {
-    double part = 0.0;
-    for (size_t e = at; e < std::min(n, at + kChunk); ++e) part += static_cast<double>(f(e)) * f(e);
-    total += part;
+    double lanes[math::kSumLanes] = {};
+    for (size_t e = at; e < std::min(n, at + kChunk); ++e)
+      lanes[(e - at) % math::kSumLanes] += static_cast<double>(f(e)) * f(e);
+    total += math::combine_lanes(lanes);
   }
   return total;
 }
