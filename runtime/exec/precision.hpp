@@ -16,7 +16,8 @@ namespace ptsim::runtime {
 inline bool is_16bit_float(models::DType t) { return t == models::DType::f16 || t == models::DType::bf16; }
 
 // values[i] = the nearest f16 / bf16 value (ties to even; overflow → ±inf, NaN stays NaN). No-op for other
-// dtypes. Through Eigen::half / Eigen::bfloat16, whose float conversions round to nearest even.
+// dtypes. f16 through Eigen::half; bf16 as Eigen::bfloat16's conversion rounds, in a vectorisable bit loop
+// (tests/runtime/exec/test_16bit_storage.cpp checks both against Eigen's casts).
 void round_to_dtype(models::DType dtype, std::span<float> values);
 
 // dst[i] = src[i] as fp32 (exact) for the 16-bit `dtype` (f16: IEEE binary16 bits, bf16: bfloat16 bits).

@@ -5,7 +5,10 @@
 // own memory plan of the graph (about half the fp32-stored arena); 16-bit tensors read back widened.
 #include <doctest/doctest.h>
 
+#include <Eigen/Core>
+
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -14,6 +17,7 @@
 
 #include "models/builder.hpp"
 #include "runtime/exec/executor.hpp"
+#include "runtime/exec/precision.hpp"
 #include "runtime/optim/optimizer.hpp"
 #include "models/memory_plan.hpp"
 #include "runtime/exec/backend.hpp"
@@ -162,5 +166,34 @@ TEST_CASE("16-bit storage: the activation arena is the simulator's plan of the g
     const std::vector<float> back = stored.read_tensor<float>(id);
     CHECK(back[0] == 3.0f);
     CHECK(back[1] == 1.0f);  // 1 + 2^-20 rounds to 1 in both 16-bit types
+  }
+}
+
+TEST_CASE("round_to_dtype, and narrow_16bit then widen_16bit, are Eigen's conversions bit for bit, over a sweep of fp32 bit patterns") {
+  // Every 65,537th fp32 bit pattern (65,536 values across all signs, exponents — subnormals, inf, NaN — and
+  // significands, including the low halves that decide ties), plus the exact ties and NaNs of both signs.
+  std::vector<float> x;
+  for (uint64_t b = 0; b < (1ull << 32); b += 65537) x.push_back(std::bit_cast<float>(static_cast<uint32_t>(b)));
+  for (uint32_t b : {0x3f808000u, 0x3f818000u, 0xbf808000u, 0x7f800000u, 0xff800000u, 0x7fc00001u, 0xffc00000u,
+                     0x00008000u, 0x477ff000u, 0x477fe000u, 0x33000000u})
+    x.push_back(std::bit_cast<float>(b));
+  for (DType t : {DType::bf16, DType::f16}) {
+    std::vector<float> expected = x;  // Eigen's own conversions, the reference (IEEE round to nearest even)
+    for (float& e : expected)
+      e = t == DType::bf16 ? static_cast<float>(Eigen::bfloat16(e)) : static_cast<float>(Eigen::half(e));
+    std::vector<float> rounded = x;
+    round_to_dtype(t, rounded);
+    for (size_t i = 0; i < x.size(); ++i)
+      REQUIRE((std::isnan(expected[i]) ? std::isnan(rounded[i]) : std::bit_cast<uint32_t>(rounded[i]) == std::bit_cast<uint32_t>(expected[i])));
+    std::vector<uint16_t> bits(x.size());
+    narrow_16bit(bits.data(), x.data(), x.size(), t);
+    std::vector<float> back(x.size());
+    widen_16bit(back.data(), bits.data(), x.size(), t);
+    size_t mismatches = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const bool same_value = std::isnan(expected[i]) ? std::isnan(back[i]) : std::bit_cast<uint32_t>(back[i]) == std::bit_cast<uint32_t>(expected[i]);
+      if (!same_value) ++mismatches;
+    }
+    CHECK_MESSAGE(mismatches == 0, to_string(t));
   }
 }
