@@ -41,6 +41,11 @@ class Backend {
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
   virtual ComputeType compute() const = 0;
+  // How f16/bf16 tensors are stored. true: as 16 bits (2 bytes per element); run() then gets 16-bit operands
+  // wherever the graph it is given says f16/bf16 and converts at the op boundary (the CPU backend). false:
+  // as fp32 values that the executor rounds after every write (round_to_dtype), the emulation a backend
+  // without 16-bit kernels uses (the CUDA backend, until its 16-bit kernels land). docs/executor.md.
+  virtual bool stores_16bit() const { return false; }
 
   // ---- memory ----
   // A new buffer of `bytes`, zero-filled, 64-byte aligned. Throws std::bad_alloc when out of memory.
@@ -74,7 +79,9 @@ class Backend {
 
   // ---- compute ops ----
   // Runs one compute op. inputs[i] / outputs[i] are kernel_address()es of op.inputs[i] / op.outputs[i]
-  // (float-like tensors in compute(), i32 as int32_t, u8 as uint8_t); shapes come from `graph`. Throws
+  // (float-like tensors in compute(), i32 as int32_t, u8 as uint8_t; on a backend that stores_16bit(), the
+  // tensors `graph` says are f16/bf16 as 16 bits: the executor passes the graph with each tensor's dtype as
+  // it is stored, Executor's storage_graph); shapes come from `graph`. Throws
   // std::invalid_argument for op kinds the backend does not run.
   virtual void run(const models::TaskGraph& graph, const models::Op& op, std::span<void* const> inputs,
                    std::span<void* const> outputs, const OpContext& context) = 0;

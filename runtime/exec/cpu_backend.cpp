@@ -18,6 +18,7 @@
 
 
 #include "core/error.hpp"
+#include "runtime/exec/cpu_16bit_boundary.hpp"  // defines: OpBoundary
 #include "runtime/exec/cpu_device.hpp"
 #include "runtime/exec/cpu_fused_attention.hpp"  // defines: run_fused_attention_op
 #include "runtime/exec/cpu_fused_dropout.hpp"  // softmax_dropout, bias_dropout_residual
@@ -26,6 +27,7 @@
 #include "runtime/exec/math/activation_math.hpp"  // the per-element maths shared with the CUDA kernels
 #include "runtime/exec/math/norm_math.hpp"
 #include "runtime/exec/op_shape_checks.hpp"
+#include "runtime/exec/precision.hpp"  // defines: is_16bit_float
 
 namespace ptsim::runtime::cpu {
 namespace {
@@ -416,8 +418,29 @@ class CpuBackend final : public cpu::CpuDevice {
   explicit CpuBackend(int threads) : CpuDevice(std::is_same_v<T, double> ? ComputeType::f64 : ComputeType::f32, threads) {}
   const char* name() const override { return std::is_same_v<T, float> ? "cpu-f32" : "cpu-f64"; }
 
+  // 16-bit operands (the graph given is the storage graph: f16/bf16 where the tensor is stored as 16 bits)
+  // go through fp32 scratch around the one fp32 kernel (cpu_16bit_boundary.hpp); f64 has no 16-bit storage.
   void run(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
            const OpContext& context) override {
+    if constexpr (std::is_same_v<T, float>) {
+      if (boundary_.prepare(g, op, in, out)) {
+        run_kernel(g, op, boundary_.inputs(), boundary_.outputs(), context);
+        boundary_.finish();
+        return;
+      }
+    } else {
+      auto half = [&](int id) { return is_16bit_float(g.tensor(id).dtype); };
+      if (std::any_of(op.inputs.begin(), op.inputs.end(), half) || std::any_of(op.outputs.begin(), op.outputs.end(), half))
+        throw std::logic_error(fmt::format("op {}: the f64 CPU backend has no 16-bit storage", op.name));
+    }
+    run_kernel(g, op, in, out, context);
+  }
+
+ private:
+  cpu::OpBoundary boundary_;  // the fp32 scratch of 16-bit operands, reused op after op
+
+  void run_kernel(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
+                  const OpContext& context) {
     auto x = [&](size_t i) { return static_cast<const T*>(in[i]); };
     auto ids = [&](size_t i) { return static_cast<const int32_t*>(in[i]); };
     auto y = [&](size_t i) { return static_cast<T*>(out[i]); };

@@ -35,6 +35,8 @@ bool backend_available(BackendKind kind) {
   return kind == BackendKind::cpu;
 }
 
+bool backend_stores_16bit(BackendKind kind) { return kind == BackendKind::cpu; }
+
 std::unique_ptr<Backend> make_backend(BackendKind kind, ComputeType compute, int threads) {
   if (!backend_available(kind))
     throw core::InputError(fmt::format("backend '{}': this ptsim was built without the {} backend (use cpu)",

@@ -18,6 +18,8 @@ class CpuDevice : public Backend {
  public:
   CpuDevice(ComputeType compute, int threads);
   ComputeType compute() const override { return compute_; }
+  // f32: 16-bit tensors are stored as 16 bits, converted at the op boundary (cpu_16bit_boundary.hpp).
+  bool stores_16bit() const override { return compute_ == ComputeType::f32; }
 
   DeviceBuffer allocate(size_t bytes) override;
   void free(DeviceBuffer buffer) override;

@@ -4,9 +4,10 @@
 // (offsets × sizeof(T)/4, i.e. ×2 for f64). The executor names storage only as DeviceSpans and moves values
 // through the backend's copies. Body ops go to the Backend; the step tail (all-reduce, global norm, optimizer)
 // is driven here because it needs the Communicator and the Optimizer.
-// Mixed precision (bf16/fp16 graphs): every float tensor is stored in fp32; after each op the executor rounds
-// the outputs whose graph dtype is 16-bit (precision.hpp), keeps fp32 master weights in a buffer of their
-// own, unscales the gradients in the tail and refreshes the 16-bit weight copies after each update.
+// Mixed precision (bf16/fp16 graphs): tensors are stored as storage_graph says for the backend (activations
+// as 16 bits on a backend that stores_16bit(), the backend converting at the op boundary; fp32 otherwise,
+// the executor rounding each 16-bit output after its op: precision.hpp); fp32 master weights in a buffer of
+// their own; the tail unscales the gradients and refreshes the 16-bit weight copies after each update.
 // Not here: kernels (cpu_backend.cpp), the training loop (runtime/train/).
 #include "runtime/exec/executor.hpp"
 
@@ -53,10 +54,12 @@ double uniform_open(uint64_t bits) { return (static_cast<double>(bits >> 11) + 0
 
 }  // namespace
 
-models::TaskGraph cpu_storage_graph(const models::TaskGraph& graph) {
+models::TaskGraph storage_graph(const models::TaskGraph& graph, bool stores_16bit) {
   models::TaskGraph g = graph;
-  for (models::Tensor& t : g.tensors)
-    if (is_16bit_float(t.dtype)) t.dtype = DType::f32;
+  for (models::Tensor& t : g.tensors) {
+    const bool kept = stores_16bit && (t.role == TensorRole::activation || t.role == TensorRole::workspace);
+    if (is_16bit_float(t.dtype) && !kept) t.dtype = DType::f32;
+  }
   return g;
 }
 
@@ -66,6 +69,7 @@ const char* f64_or_f32(ComputeType c) { return c == ComputeType::f64 ? "f64" : "
 
 struct Executor::Impl {
   TaskGraph graph;
+  TaskGraph stored;  // graph with each tensor's dtype as stored (storage_graph): what the backend runs
   ExecutorOptions options;
   models::MemoryPlan plan;
   std::unique_ptr<Backend> backend;
@@ -73,7 +77,8 @@ struct Executor::Impl {
   int64_t offset_scale = 1;    // arena offsets × this (2 for f64)
   DeviceBuffer arena, weights, gradients, inputs, masters, scalars, staging;
   std::vector<DeviceSpan> storage;  // per tensor id; invalid when the executor holds none (optimizer state)
-  // Per op: the outputs whose graph dtype is f16/bf16, rounded after the op runs (mixed precision only).
+  // Per op: the outputs whose graph dtype is f16/bf16 but which are stored as fp32, rounded after the op runs
+  // (mixed precision on a backend that does not store them as 16 bits).
   std::vector<std::vector<int>> rounded_outputs;
   std::vector<std::vector<void*>> op_inputs, op_outputs;  // kernel addresses, resolved once
   std::vector<int> body_ops, tail_ops;
@@ -99,9 +104,6 @@ struct Executor::Impl {
 
   Impl(const TaskGraph& g, ExecutorOptions o, std::unique_ptr<Backend> given) : graph(g), options(o) {
     validate();
-    // The CPU stores 16-bit tensors in fp32: plan the arena for what it stores (the same graph with f16/bf16
-    // tensors as f32), so offsets and sizes are those of the buffers really allocated.
-    plan = models::plan_memory(cpu_storage_graph(graph));
     scalar_bytes = options.compute == ComputeType::f64 ? sizeof(double) : sizeof(float);
     offset_scale = static_cast<int64_t>(scalar_bytes / sizeof(float));
     backend = given ? std::move(given)
@@ -109,6 +111,10 @@ struct Executor::Impl {
     if (backend->compute() != options.compute)
       throw std::invalid_argument(fmt::format("Executor: the {} backend computes in {}, the options ask for {}",
                                               backend->name(), f64_or_f32(backend->compute()), f64_or_f32(options.compute)));
+    // Plan the arena for what is stored, so offsets and sizes are those of the buffers really allocated: on a
+    // backend that stores 16-bit activations as 16 bits that is the graph's own plan (the simulator's).
+    stored = storage_graph(graph, backend->stores_16bit());
+    plan = models::plan_memory(stored);
     cpu::gemm_set_threads(options.threads);  // OpenBLAS's pool (and Eigen's): --threads, not all cores
     allocate();
     seconds.assign(graph.ops.size(), 0.0);
@@ -190,11 +196,16 @@ struct Executor::Impl {
     }
   }
 
+  // Bytes per element of a stored dtype (storage_graph's): 16-bit floats 2, other floats the compute type.
   size_t element_bytes(DType t) const {
+    if (is_16bit_float(t)) return 2;
     if (is_float(t)) return scalar_bytes;
     return t == DType::u8 ? 1 : 4;
   }
-  size_t storage_bytes(const models::Tensor& t) const { return static_cast<size_t>(t.elements()) * element_bytes(t.dtype); }
+  size_t storage_bytes(int tensor_id) const {
+    const models::Tensor& t = stored.tensor(tensor_id);
+    return static_cast<size_t>(t.elements()) * element_bytes(t.dtype);
+  }
 
   void allocate() {
     const size_t n = graph.tensors.size();
@@ -203,10 +214,10 @@ struct Executor::Impl {
     // 64-byte boundary; the padding stays 0), inputs likewise: flat buffers with one view per tensor.
     size_t weight_bytes = 0, grad_bytes = 0, input_bytes = 0, master_bytes = 0;
     for (const auto& t : graph.tensors) {
-      if (t.role == TensorRole::weight) weight_bytes += round_up(storage_bytes(t));
-      if (t.role == TensorRole::master_weight) master_bytes += round_up(storage_bytes(t));
-      if (t.role == TensorRole::gradient) grad_bytes += round_up(storage_bytes(t));
-      if (t.role == TensorRole::input) input_bytes += round_up(storage_bytes(t));
+      if (t.role == TensorRole::weight) weight_bytes += round_up(storage_bytes(t.id));
+      if (t.role == TensorRole::master_weight) master_bytes += round_up(storage_bytes(t.id));
+      if (t.role == TensorRole::gradient) grad_bytes += round_up(storage_bytes(t.id));
+      if (t.role == TensorRole::input) input_bytes += round_up(storage_bytes(t.id));
     }
     weights = backend->allocate(weight_bytes);
     gradients = backend->allocate(grad_bytes);
@@ -221,7 +232,7 @@ struct Executor::Impl {
       return span;
     };
     for (const auto& t : graph.tensors) {
-      const size_t bytes = storage_bytes(t);
+      const size_t bytes = storage_bytes(t.id);
       switch (t.role) {
         case TensorRole::weight: storage[t.id] = place(weights, w, bytes); break;
         case TensorRole::gradient: break;  // below, in bucket order
@@ -242,7 +253,7 @@ struct Executor::Impl {
         default: break;  // optimizer state (owned by the Optimizer)
       }
     }
-    for (int id : gradient_order()) storage[static_cast<size_t>(id)] = place(gradients, g, storage_bytes(graph.tensor(id)));
+    for (int id : gradient_order()) storage[static_cast<size_t>(id)] = place(gradients, g, storage_bytes(id));
     allocate_scalars();
     op_inputs.resize(graph.ops.size());
     op_outputs.resize(graph.ops.size());
@@ -251,7 +262,8 @@ struct Executor::Impl {
       (models::is_micro_step_phase(op.phase) ? body_ops : tail_ops).push_back(op.id);
       if (op.kind != OpKind::optimizer_update)  // its weight copies are refreshed from the masters instead
         for (int id : op.outputs)
-          if (is_16bit_float(graph.tensor(id).dtype)) rounded_outputs[static_cast<size_t>(op.id)].push_back(id);
+          if (is_16bit_float(graph.tensor(id).dtype) && !is_16bit_float(stored.tensor(id).dtype))
+            rounded_outputs[static_cast<size_t>(op.id)].push_back(id);
       if (op.kind == OpKind::optimizer_update) continue;  // reads gradients by parameter index, writes via the Optimizer
       auto resolve = [&](const std::vector<int>& ids, std::vector<void*>& out) {
         for (int id : ids) {
@@ -307,18 +319,39 @@ struct Executor::Impl {
       throw std::invalid_argument(fmt::format("tensor {} has no storage in the executor", graph.tensor(tensor_id).name));
     return span;
   }
+  // Copies out / in. A tensor stored as 16 bits is widened to float on the way out (exact) and rounded to
+  // its 16-bit dtype on the way in (to nearest even).
   template <class T>
   std::vector<T> read(int tensor_id) {
-    std::vector<T> values(static_cast<size_t>(graph.tensor(tensor_id).elements()));
+    const size_t n = static_cast<size_t>(graph.tensor(tensor_id).elements());
+    std::vector<T> values(n);
+    const DType as = stored.tensor(tensor_id).dtype;
+    if constexpr (std::is_same_v<T, float>) {
+      if (is_16bit_float(as)) {
+        std::vector<uint16_t> bits(n);
+        backend->copy_to_host(bits.data(), span_of(tensor_id));
+        widen_16bit(values.data(), bits.data(), n, as);
+        return values;
+      }
+    }
     backend->copy_to_host(values.data(), span_of(tensor_id));
     return values;
   }
   template <class T>
   void write(int tensor_id, std::span<const T> values) {
     const DeviceSpan& span = span_of(tensor_id);
-    if (values.size() * sizeof(T) != span.bytes)
+    const DType as = stored.tensor(tensor_id).dtype;
+    if (values.size() != static_cast<size_t>(graph.tensor(tensor_id).elements()))
       throw std::invalid_argument(fmt::format("tensor {} holds {} values, {} were given", graph.tensor(tensor_id).name,
                                               graph.tensor(tensor_id).elements(), values.size()));
+    if constexpr (std::is_same_v<T, float>) {
+      if (is_16bit_float(as)) {
+        std::vector<uint16_t> bits(values.size());
+        narrow_16bit(bits.data(), values.data(), values.size(), as);
+        backend->copy_to_device(span, bits.data());
+        return;
+      }
+    }
     backend->copy_to_device(span, values.data());
   }
 
@@ -394,7 +427,7 @@ struct Executor::Impl {
       const Op& op = graph.ops[static_cast<size_t>(body_ops[k])];
       timed(op, [&] {
         try {
-          backend->run(graph, op, op_inputs[static_cast<size_t>(op.id)], op_outputs[static_cast<size_t>(op.id)], context);
+          backend->run(stored, op, op_inputs[static_cast<size_t>(op.id)], op_outputs[static_cast<size_t>(op.id)], context);
           round_outputs(op);
         } catch (const InputError& e) {
           throw InputError(fmt::format("op {} ({}): {}", op.name, models::to_string(op.kind), e.what()));

@@ -56,9 +56,11 @@ struct MicroStepAbandoned : std::runtime_error {
   MicroStepAbandoned() : std::runtime_error("micro-step abandoned on a stop request") {}
 };
 
-// The graph with every f16/bf16 tensor as f32: what the CPU executor stores, so models::plan_memory of it
-// is the memory the executor allocates (the 16-bit memory saving is not realised on the CPU).
-models::TaskGraph cpu_storage_graph(const models::TaskGraph& graph);
+// The graph with each tensor's dtype as the executor stores it, so models::plan_memory of it is the memory
+// the executor allocates. `stores_16bit` (Backend::stores_16bit, backend_stores_16bit): f16/bf16
+// activations and workspace stay 16-bit (2 bytes per element; the CPU backend); weight copies and
+// gradients become f32. Otherwise every f16/bf16 tensor becomes f32 (the rounding emulation).
+models::TaskGraph storage_graph(const models::TaskGraph& graph, bool stores_16bit);
 
 class Executor {
  public:

@@ -1,9 +1,11 @@
-// runtime/exec/precision.hpp — 16-bit storage emulated on fp32 buffers: round-to-nearest-even to IEEE
-// binary16 (fp16) or bfloat16, exactly what a 16-bit store on a GPU does. The CPU executor keeps every
-// float tensor in fp32 and applies this to each bf16/fp16 tensor an op writes, so every value a later op
-// reads is a 16-bit value, while the kernels compute (and GEMMs and reductions accumulate) in fp32.
-// Design and what it does not emulate (the memory saving): docs/executor.md, "Mixed precision".
+// runtime/exec/precision.hpp — fp16/bf16 on the host: round-to-nearest-even to IEEE binary16 (fp16) or
+// bfloat16, exactly what a 16-bit store on a GPU does, either in place on fp32 values (round_to_dtype: the
+// emulation of 16-bit storage on a backend that keeps 16-bit tensors in fp32, which the executor applies to
+// each bf16/fp16 tensor an op writes) or into 16-bit storage (narrow_16bit; widen_16bit back, exact), as
+// the CPU backend stores them. Either way every value a later op reads is a 16-bit value, while the kernels
+// compute (and GEMMs and reductions accumulate) in fp32. Design: docs/executor.md, "Mixed precision".
 #pragma once
+#include <cstddef>
 #include <span>
 
 #include "models/task_graph.hpp"  // defines: DType
@@ -14,7 +16,14 @@ namespace ptsim::runtime {
 inline bool is_16bit_float(models::DType t) { return t == models::DType::f16 || t == models::DType::bf16; }
 
 // values[i] = the nearest f16 / bf16 value (ties to even; overflow → ±inf, NaN stays NaN). No-op for other
-// dtypes. Through Eigen::half / Eigen::bfloat16, whose float conversions round to nearest even.
+// dtypes. f16 through Eigen::half; bf16 as Eigen::bfloat16's conversion rounds, in a vectorisable bit loop
+// (tests/runtime/exec/test_16bit_storage.cpp checks both against Eigen's casts).
 void round_to_dtype(models::DType dtype, std::span<float> values);
+
+// dst[i] = src[i] as fp32 (exact) for the 16-bit `dtype` (f16: IEEE binary16 bits, bf16: bfloat16 bits).
+void widen_16bit(float* dst, const void* src, size_t n, models::DType dtype);
+// dst[i] = src[i] rounded to the nearest 16-bit `dtype` value as round_to_dtype rounds (ties to even; fp16
+// overflow → ±inf, NaN stays NaN), stored as its 16 bits. Both throw std::logic_error for other dtypes.
+void narrow_16bit(void* dst, const float* src, size_t n, models::DType dtype);
 
 }  // namespace ptsim::runtime

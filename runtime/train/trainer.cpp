@@ -311,9 +311,8 @@ class Trainer {
     // The executor allocates its buffers as models::plan_memory lays them out (weights, gradients, optimizer
     // moments, inputs, the activation arena): check that total against the machine before allocating.
     // Ranks that share this machine (mpirun sets OMPI_COMM_WORLD_LOCAL_SIZE) each allocate as much.
-    // The CPU stores 16-bit tensors as fp32: plan what it stores.
-    const models::TaskGraph storage_graph = cpu_storage_graph(*graph_);
-    const models::MemoryPlan plan = models::plan_memory(storage_graph);
+    // Plan what the backend stores (16-bit activations as 16 bits on the CPU: storage_graph).
+    const models::MemoryPlan plan = models::plan_memory(storage_graph(*graph_, backend_stores_16bit(c_.backend)));
     int local_ranks = 1;
     if (const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); s && world_ > 1) local_ranks = std::max(1, std::atoi(s));
     core::require_available_memory(

@@ -13,6 +13,7 @@ class ForwardingBackend : public runtime::Backend {
   explicit ForwardingBackend(runtime::Backend& inner) : inner_(inner) {}
   const char* name() const override { return inner_.name(); }
   runtime::ComputeType compute() const override { return inner_.compute(); }
+  bool stores_16bit() const override { return inner_.stores_16bit(); }
   runtime::DeviceBuffer allocate(size_t bytes) override { return inner_.allocate(bytes); }
   void free(runtime::DeviceBuffer b) override { inner_.free(b); }
   void* kernel_address(const runtime::DeviceSpan& s) override { return inner_.kernel_address(s); }
