@@ -39,6 +39,13 @@ struct Recipe {
   int64_t virtual_stages = 1;         // model chunks per device (interleaved only)
   std::vector<int64_t> stage_layers;  // transformer layers per model chunk (P × V entries); empty = even split
   RankOrder rank_order = RankOrder::tp_dp_pp;
+  // With a pipeline (docs/parallelism.md, "Overlapping the data-parallel communication with the pipeline"):
+  // Megatron-LM's --overlap-grad-reduce — each stage reduces a gradient bucket as soon as its last micro-batch's
+  // backward has made it final, instead of after the stage's last backward; and --overlap-param-gather (ZeRO-1)
+  // — the updated parameters' all-gathers overlap the next step's forward, each forward waiting for its
+  // buckets only. Without a pipeline the buckets already overlap the backward (DDP), and both are ignored.
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
   // Sharded data parallel (ZeRO, Rajbhandari et al. 2020): 1 shards optimizer state (incl. fp32 masters),
   // 2 also gradients, 3 also parameters; over `shard_group` data-parallel ranks.
   int zero_stage = 0;

@@ -251,6 +251,7 @@ models::Recipe single_gpu(models::Recipe r) {
   r.zero_stage = 0;
   r.shard_group = 0;
   r.rank_order = models::RankOrder::tp_dp_pp;
+  r.overlap_grad_reduce = r.overlap_param_gather = false;  // pipeline options
   r.sequence_parallel = false;  // it splits the tensor-parallel group's sequence: there is none
   return r;
 }

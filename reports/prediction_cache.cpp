@@ -46,6 +46,8 @@ std::string parallelism_key(const models::Recipe& r) {
                        r.virtual_stages, fmt::join(r.stage_layers, ",")) +
            (r.rank_order == models::RankOrder::tp_dp_pp ? "" : fmt::format("|{}", models::to_string(r.rank_order)));
   if (r.zero_stage > 0) key += fmt::format("|zero{}|sg{}", r.zero_stage, r.shard_group);
+  if (r.overlap_grad_reduce) key += "|ogr";
+  if (r.overlap_param_gather) key += "|opg";
   if (r.sequence_parallel) key += "|sp";
   if (r.selective_recompute) key += "|selective";
   return key;

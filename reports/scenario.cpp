@@ -71,6 +71,22 @@ sim::CollectiveAlgorithm parse_algorithm(JsonReader& r, const std::string& key) 
   return sim::CollectiveAlgorithm::automatic;
 }
 
+// Megatron-LM's --overlap-grad-reduce and --overlap-param-gather (docs/parallelism.md): only a pipeline step
+// runs its reductions after the backward, so only there do they change anything; a flag that does not apply
+// is refused. Call after zero_stage and distributed_optimizer are read.
+void parse_pipeline_overlap(JsonReader& t, models::Recipe& r) {
+  r.overlap_grad_reduce = t.get_bool("overlap_grad_reduce", false);
+  r.overlap_param_gather = t.get_bool("overlap_param_gather", false);
+  const bool any = r.overlap_grad_reduce || r.overlap_param_gather;
+  if (any && r.pipeline_parallel == 1)
+    t.fail(r.overlap_grad_reduce ? "overlap_grad_reduce" : "overlap_param_gather",
+           "pipeline_parallel > 1: without a pipeline the gradient buckets already overlap the backward (DDP) and "
+           "the ZeRO-1 gathers the updates; remove it or add pipeline stages");
+  if (r.overlap_param_gather && r.zero_stage != 1)
+    t.fail("overlap_param_gather", fmt::format("zero_stage 1 or distributed_optimizer (it overlaps the distributed "
+                                               "optimizer's parameter all-gathers; zero_stage is {})", r.zero_stage));
+}
+
 // Pipeline parallelism and ZeRO (docs/parallelism.md): 1 and 0 leave data + tensor parallelism as it was.
 void parse_parallelism(JsonReader& t, models::Recipe& r) {
   r.pipeline_parallel = t.get_int("pipeline_parallel", core::ranges::parallel, 1);
@@ -90,6 +106,7 @@ void parse_parallelism(JsonReader& t, models::Recipe& r) {
                                                   "ZeRO stage 1; zero_stage is {})", r.zero_stage));
     r.zero_stage = 1;
   }
+  parse_pipeline_overlap(t, r);
   if (t.has("stage_layers")) {
     const Json& list = t.raw("stage_layers");
     if (!list.is_array() || list.empty()) t.fail("stage_layers", "a list of transformer layers per model chunk");

@@ -128,7 +128,9 @@ void PipelineExecutor::try_run(int device) {
   busy_[d] = true;
   const double start = engine_.now();
   const double seconds = (task.backward ? backward_ : forward_)[static_cast<size_t>(task.chunk)];
-  engine_.schedule_at(start + seconds, [this, device, task, start] { finished(device, task, start); });
+  FinishPass finish = [this, device, task](double busy_start) { finished(device, task, busy_start); };
+  if (runner_) return runner_(device, task, start, seconds, std::move(finish));
+  engine_.schedule_at(start + seconds, [finish = std::move(finish), start] { finish(start); });
 }
 
 void PipelineExecutor::finished(int device, const PipelineTask& task, double start) {

@@ -88,6 +88,13 @@ class PipelineExecutor {
                    std::function<void(int device)> on_device_done, bool record);
   void start(double start_seconds);
   const PipelineRun& result() const { return run_; }
+  // How a pass runs once it has started (device free, input there) at `start` for `seconds`: by default it
+  // ends at start + seconds. A runner may watch passes begin (a last backward's gradient buckets) or hold one
+  // past that (a forward waiting for its parameters' gather); it calls `finish(busy_start)` when the pass
+  // ends, busy_start being when the device's work on it began (end − seconds when it was held).
+  using FinishPass = std::function<void(double busy_start)>;
+  using PassRunner = std::function<void(int device, const PipelineTask& task, double start, double seconds, FinishPass finish)>;
+  void set_pass_runner(PassRunner runner) { runner_ = std::move(runner); }
 
  private:
   void try_run(int device);
@@ -101,6 +108,7 @@ class PipelineExecutor {
   std::vector<double> forward_, backward_;
   PipelineTransport& transport_;
   std::function<void(int)> on_device_done_;
+  PassRunner runner_;
   bool record_;
   std::vector<std::vector<PipelineTask>> orders_;
   std::vector<size_t> cursor_;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <memory>
 
@@ -12,6 +13,7 @@
 #include "sim/compute_model.hpp"
 #include "sim/event_engine.hpp"
 #include "sim/network.hpp"
+#include "sim/pipeline_overlap.hpp"
 
 namespace ptsim::sim {
 namespace {
@@ -40,8 +42,8 @@ class PipelineStep final : public PipelineTransport {
     comm_done_.assign(static_cast<size_t>(shape_.stages), false);
     stages_.resize(static_cast<size_t>(shape_.stages));
     for (int d = 0; d < shape_.stages; ++d) stages_[static_cast<size_t>(d)].stage = d;
-    PipelineExecutor executor(engine_, shape_, forward, backward, *this, [this](int d) { start_data_parallel(d, 0); },
-                              record_);
+    PipelineExecutor executor(engine_, shape_, forward, backward, *this, [this](int d) { device_done(d); }, record_);
+    prepare_overlap(executor);
     executor.start(0);
     engine_.run();
     return finish(executor.result());
@@ -152,12 +154,16 @@ class PipelineStep final : public PipelineTransport {
     double seconds = 0;
     for (const auto& op : g.ops) {
       if (!models::is_micro_step_phase(op.phase) || (op.phase == Phase::forward) == backward) continue;
-      const double s = models::is_communication(op.kind) ? tp_collective_seconds(op) : op_cost(op, c_.gpu).seconds;
+      const double s = op_seconds(op);
       (models::is_communication(op.kind) ? timing.blocking_comm_seconds : timing.compute_seconds) +=
           s * static_cast<double>(shape_.micro_batches);
       seconds += s;
     }
     return seconds;
+  }
+
+  double op_seconds(const models::Op& op) {
+    return models::is_communication(op.kind) ? tp_collective_seconds(op) : op_cost(op, c_.gpu).seconds;
   }
 
   // A tensor-parallel all-reduce, or under sequence parallelism an all-gather or reduce-scatter (all rings).
@@ -205,7 +211,11 @@ class PipelineStep final : public PipelineTransport {
   void start_data_parallel(int stage, size_t next) {
     const auto ops = comm_ops(stage, false);
     if (next == ops.size()) return data_parallel_done(stage);
-    const int chunk = ops[next].first, id = ops[next].second;  // not a structured binding: clang 14 lambdas
+    reduce_bucket(stage, ops[next].first, ops[next].second, [this, stage, next] { start_data_parallel(stage, next + 1); });
+  }
+
+  // One gradient bucket over the stage's data-parallel group, from now; `done` when it has finished.
+  void reduce_bucket(int stage, int chunk, int id, std::function<void()> done) {
     const models::Op& op = chunks_[static_cast<size_t>(chunk)].op(id);
     const double start = engine_.now();
     const bool scatter = op.kind == OpKind::reduce_scatter;  // ZeRO's collectives run as rings (as NCCL's do)
@@ -215,8 +225,141 @@ class PipelineStep final : public PipelineTransport {
     result_.flows_started += run_prepared_collective(network_, p, start, [=, this](const CollectiveResult& r) {
       stage_timing(stage).data_parallel_comm_seconds += r.finish_seconds - start;
       if (record_) result_.timeline.push_back({id, 0, Stream::communication, start, r.finish_seconds, chunk, stage});
-      start_data_parallel(stage, next + 1);
+      done();
     }).flows_started;
+  }
+
+  // The stage's last backward (and its send) is done: without overlap its reductions start now; with
+  // overlap_grad_reduce they started as their buckets became final, and the stage goes on once they are done.
+  void device_done(int stage) {
+    if (!overlap_.grad_reduce) return start_data_parallel(stage, 0);
+    overlap_.device_done[static_cast<size_t>(stage)] = true;
+    maybe_reduced(stage);
+  }
+
+  // ---- overlap (docs/parallelism.md, "Overlapping the data-parallel communication with the pipeline") ----
+  struct HeldPass {
+    double start = 0, seconds = 0;
+    PipelineExecutor::FinishPass finish;
+  };
+  struct Overlap {
+    bool grad_reduce = false, param_gather = false;
+    std::vector<std::vector<BucketOffset>> gradient_ready, parameter_use;  // per chunk, from its pass's start
+    std::vector<std::deque<std::pair<int, int>>> final_buckets;             // per stage: (chunk, op) to reduce
+    std::vector<bool> reducing, device_done, reported;
+    std::vector<size_t> reduced;
+    std::map<std::pair<int, int>, double> gather_end;  // (chunk, gather op) → its end
+    std::vector<size_t> gathered;                      // per chunk: gathers done
+    std::map<int, HeldPass> held;                      // chunk → its first forward, waiting for its gathers
+  } overlap_;
+
+  void prepare_overlap(PipelineExecutor& executor) {
+    const models::Recipe& r = chunks_.front().recipe;
+    overlap_.grad_reduce = r.overlap_grad_reduce;
+    overlap_.param_gather = r.overlap_param_gather && r.zero_stage == 1;
+    if (!overlap_.grad_reduce && !overlap_.param_gather) return;
+    const size_t stages = static_cast<size_t>(shape_.stages);
+    overlap_.final_buckets.resize(stages);
+    overlap_.reducing.assign(stages, false);
+    overlap_.device_done.assign(stages, false);
+    overlap_.reported.assign(stages, false);
+    overlap_.reduced.assign(stages, 0);
+    overlap_.gathered.assign(chunks_.size(), 0);
+    const OpSeconds seconds = [this](const models::Op& op) { return op_seconds(op); };
+    for (const auto& g : chunks_) {
+      overlap_.gradient_ready.push_back(gradient_ready_offsets(g, seconds));
+      overlap_.parameter_use.push_back(overlap_.param_gather ? parameter_use_offsets(g, seconds)
+                                                             : std::vector<BucketOffset>{});
+    }
+    executor.set_pass_runner([this](int device, const PipelineTask& task, double start, double s,
+                                    PipelineExecutor::FinishPass finish) { run_pass(device, task, start, s, std::move(finish)); });
+    if (overlap_.param_gather)
+      for (int stage = 0; stage < shape_.stages; ++stage) gather_for_forward(stage, 0);
+  }
+
+  void run_pass(int device, const PipelineTask& task, double start, double seconds, PipelineExecutor::FinishPass finish) {
+    const size_t chunk = static_cast<size_t>(task.chunk);
+    if (overlap_.grad_reduce && task.backward && task.micro == shape_.micro_batches - 1)
+      for (const BucketOffset& b : overlap_.gradient_ready[chunk]) {
+        const int op = b.op;
+        engine_.schedule_at(start + b.offset_seconds, [this, device, task, op] { bucket_final(device, task.chunk, op); });
+      }
+    if (overlap_.param_gather && !task.backward && task.micro == 0 && !overlap_.parameter_use[chunk].empty()) {
+      overlap_.held[task.chunk] = {start, seconds, std::move(finish)};
+      return release_if_gathered(task.chunk);
+    }
+    engine_.schedule_at(start + seconds, [finish = std::move(finish), start] { finish(start); });
+  }
+
+  // overlap_grad_reduce: a bucket final in the last micro-batch's backward joins the stage's communication
+  // stream, reduced one at a time in the order they became final.
+  void bucket_final(int stage, int chunk, int op) {
+    overlap_.final_buckets[static_cast<size_t>(stage)].emplace_back(chunk, op);
+    if (!overlap_.reducing[static_cast<size_t>(stage)]) reduce_next(stage);
+  }
+
+  void reduce_next(int stage) {
+    const size_t s = static_cast<size_t>(stage);
+    if (overlap_.final_buckets[s].empty()) {
+      overlap_.reducing[s] = false;
+      return maybe_reduced(stage);
+    }
+    overlap_.reducing[s] = true;
+    const std::pair<int, int> next = overlap_.final_buckets[s].front();
+    overlap_.final_buckets[s].pop_front();
+    reduce_bucket(stage, next.first, next.second, [this, stage, s] {
+      ++overlap_.reduced[s];
+      reduce_next(stage);
+    });
+  }
+
+  void maybe_reduced(int stage) {
+    const size_t s = static_cast<size_t>(stage);
+    if (overlap_.reported[s] || !overlap_.device_done[s] || overlap_.reducing[s] ||
+        overlap_.reduced[s] < comm_ops(stage, false).size())
+      return;
+    overlap_.reported[s] = true;
+    data_parallel_done(stage);
+  }
+
+  // overlap_param_gather: the stage's buckets all-gathered from the step's start, one at a time in the order
+  // its forwards first read them (local chunk 0 first) — the previous step's updated parameters, gathered
+  // while this step's forward runs (one step simulated: docs/parallelism.md says why).
+  std::vector<std::pair<int, int>> gathers_in_forward_order(int stage) const {
+    std::vector<std::pair<int, int>> out;
+    for (int g = stage; g < shape_.chunks(); g += shape_.stages)
+      for (const BucketOffset& b : overlap_.parameter_use[static_cast<size_t>(g)]) out.emplace_back(g, b.op);
+    return out;
+  }
+
+  void gather_for_forward(int stage, size_t next) {
+    const auto ops = gathers_in_forward_order(stage);
+    if (next == ops.size()) return;
+    const int chunk = ops[next].first, id = ops[next].second;
+    const double start = engine_.now();
+    auto p = prepared(CollectiveKind::all_gather, chunks_[static_cast<size_t>(chunk)].op(id).attrs.comm.bytes,
+                      dp_groups(stage), CollectiveAlgorithm::ring);
+    result_.flows_started += run_prepared_collective(network_, p, start, [=, this](const CollectiveResult& r) {
+      stage_timing(stage).data_parallel_comm_seconds += r.finish_seconds - start;
+      if (record_) result_.timeline.push_back({id, 0, Stream::communication, start, r.finish_seconds, chunk, stage});
+      overlap_.gather_end[{chunk, id}] = r.finish_seconds;
+      ++overlap_.gathered[static_cast<size_t>(chunk)];
+      release_if_gathered(chunk);
+      gather_for_forward(stage, next + 1);
+    }).flows_started;
+  }
+
+  // The chunk's first forward ends when its ops, each held until its bucket's gather, are done.
+  void release_if_gathered(int chunk) {
+    auto it = overlap_.held.find(chunk);
+    const auto& uses = overlap_.parameter_use[static_cast<size_t>(chunk)];
+    if (it == overlap_.held.end() || overlap_.gathered[static_cast<size_t>(chunk)] < uses.size()) return;
+    std::vector<std::pair<double, double>> gates;
+    for (const BucketOffset& b : uses) gates.emplace_back(b.offset_seconds, overlap_.gather_end.at({chunk, b.op}));
+    const HeldPass pass = std::move(it->second);
+    overlap_.held.erase(it);
+    const double end = gated_pass_end(pass.start, pass.seconds, gates);
+    engine_.schedule_at(end, [pass, end] { pass.finish(end - pass.seconds); });
   }
 
   // Megatron keeps the word embeddings on the first and the last stage and all-reduces their gradients
@@ -266,7 +409,7 @@ class PipelineStep final : public PipelineTransport {
         update_end_[{g, op.id}] = t;
       }
     timing.finish_seconds = t;
-    gather_parameters(stage, 0);
+    if (!overlap_.param_gather) gather_parameters(stage, 0);
   }
 
   // ZeRO-1: each bucket's updated shard is all-gathered over the stage's data-parallel group as soon as its

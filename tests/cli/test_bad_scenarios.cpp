@@ -234,3 +234,18 @@ TEST_CASE("GPT-3 175B needs the pipeline: refused without it, naming the pipelin
   CHECK(r.exit_code == 0);
   CHECK(r.output.find("16-stage 1f1b pipeline, 192 micro-batches per step") != std::string::npos);
 }
+
+TEST_CASE("overlap_grad_reduce and overlap_param_gather where they do not apply are exit 2 naming the field") {
+  auto with_recipe = [](const std::string& name, const std::string& recipe) {
+    return file_case(name, scenario(R"("nodes": 1)", R"("steps": 10, "grad_accum": 4)", R"(, "recipe": {)" + recipe + "}"), {});
+  };
+  std::vector<BadInput> cases = {
+      with_recipe("overlap_grad_reduce_without_pipeline", R"("overlap_grad_reduce": true)"),
+      with_recipe("overlap_param_gather_without_zero1", R"("pipeline_parallel": 2, "overlap_param_gather": true)"),
+      with_recipe("overlap_param_gather_without_pipeline", R"("zero_stage": 1, "overlap_param_gather": true)"),
+  };
+  cases[0].expected = {"field 'recipe.overlap_grad_reduce'", "pipeline_parallel > 1"};
+  cases[1].expected = {"field 'recipe.overlap_param_gather'", "zero_stage 1 or distributed_optimizer", "zero_stage is 0"};
+  cases[2].expected = {"field 'recipe.overlap_param_gather'", "pipeline_parallel > 1"};
+  check_all_refused(cases);
+}
