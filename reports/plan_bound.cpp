@@ -105,7 +105,9 @@ double sharded_step_bound(const models::TaskGraph& g, const models::Recipe& r, c
 // backward ends at or after Σ_{g<j} fwd(g) + passes(j) + Σ_{k≤g<j} bwd(g). Then the stage reduces its gradients
 // over its data-parallel group, one bucket at a time, and runs its optimizer tail (under ZeRO-1 also its
 // parameter gathers, which start after the reductions): with equal stages and no data parallelism the bound
-// is (M + P − 1) passes and the tail — the pipeline bubble.
+// is (M + P − 1) passes and the tail — the pipeline bubble. With the recipe's overlap options
+// (docs/parallelism.md, "Overlapping the data-parallel communication with the pipeline") the reductions and
+// gathers are left out of the sum: they may hide behind the passes.
 double pipeline_step_bound(const PlannedPipeline& pipeline, const models::Recipe& r, const sim::ClusterConfig& config,
                            AloneCollectives& collectives) {
   const size_t P = static_cast<size_t>(r.pipeline_parallel);
@@ -136,7 +138,11 @@ double pipeline_step_bound(const PlannedPipeline& pipeline, const models::Recipe
       forward_before += fwd[j];
       backward_between += bwd[j];
     }
-    bound = std::max(bound, last_backward + reduce[k] + std::max(tail[k], gather[k]));
+    // overlap_grad_reduce: the buckets may be reduced during the last backward (only the tail waits for its
+    // end); overlap_param_gather: the gathers run before the forwards, not after the tail.
+    const double reduce_after = r.overlap_grad_reduce ? 0.0 : reduce[k];
+    const double tail_after = r.overlap_param_gather ? tail[k] : std::max(tail[k], gather[k]);
+    bound = std::max(bound, last_backward + reduce_after + tail_after);
   }
   return bound;
 }
