@@ -609,9 +609,15 @@ void check_recipe_fits_model(const ModelSpec& m, const Recipe& r) {
       throw InputError(fmt::format("tensor-parallel size {} must divide the model's {} ({})", r.tensor_parallel,
                                    what, value));
   };
-  if (r.shard_group > 0 && r.zero_stage != 3)
-    throw InputError(fmt::format("recipe.shard_group {} applies to zero_stage 3 (FSDP HYBRID_SHARD) only; zero_stage "
-                                 "is {}: remove shard_group or set zero_stage 3", r.shard_group, r.zero_stage));
+  // Stage 1 has no hybrid mode: it keeps whole gradients and reduces them once per step over every
+  // data-parallel rank (DeepSpeed, Megatron's distributed optimizer); FSDP's hybrid modes shard gradients.
+  if (r.shard_group > 0 && r.zero_stage < 2)
+    throw InputError(fmt::format("recipe.shard_group {} applies to zero_stage 2 (FSDP _HYBRID_SHARD_ZERO2) and 3 "
+                                 "(HYBRID_SHARD) only; zero_stage is {}{}: remove shard_group or set zero_stage 2 or 3",
+                                 r.shard_group, r.zero_stage,
+                                 r.zero_stage == 1 ? " (stage 1 shards only the optimizer state, over every "
+                                                     "data-parallel rank; neither DeepSpeed nor FSDP has a hybrid stage 1)"
+                                                   : ""));
   if (r.shard_group > 0 && (r.shard_group < 2 || r.data_parallel % r.shard_group != 0))
     throw InputError(fmt::format("recipe.shard_group {} must be at least 2 and divide the {} data-parallel ranks "
                                  "(e.g. the ranks of one node)", r.shard_group, r.data_parallel));
@@ -715,10 +721,13 @@ void append_step_tail(BuildContext& ctx, const Recipe& r) {
     return grads;
   };
   // ZeRO (stages 1 and 2): each bucket's gradients are reduce-scattered instead of all-reduced, each rank
-  // updates its 1/N shard, and the updated parameters are all-gathered (docs/parallelism.md).
+  // updates its 1/N shard, and the updated parameters are all-gathered (docs/parallelism.md). Hybrid stage 2
+  // (recipe.shard_group S < D, FSDP _HYBRID_SHARD_ZERO2): the reduce-scatter and the all-gather span a shard
+  // group, and each reduce-scatter is followed by the all-reduce of the rank's 1/S across the D/S replicas.
   const bool zero = r.zero_stage > 0 && r.data_parallel > 1;
   const bool zero3 = zero && r.zero_stage >= 3;
   const double shards = zero ? static_cast<double>(r.zero_shards()) : 1.0;
+  const bool hybrid = zero && r.zero_shards() < r.data_parallel;
   if (zero3) {
     append_zero3_collectives(ctx, r);
   } else if (r.data_parallel > 1) {
@@ -726,13 +735,19 @@ void append_step_tail(BuildContext& ctx, const Recipe& r) {
       std::vector<int> grads = grads_of(buckets[b]);
       OpAttrs a;
       a.comm.group = CommGroup::data_parallel;
-      a.comm.group_size = r.data_parallel;
+      a.comm.group_size = zero ? r.zero_shards() : r.data_parallel;
       a.comm.bucket = static_cast<int>(b);
       for (int t : grads) a.comm.bytes += static_cast<double>(g.tensor(t).bytes());
       a.params = buckets[b];
       ctx.emit(zero ? OpKind::reduce_scatter : OpKind::all_reduce,
                fmt::format("grad_bucket{}.{}", b, zero ? "reduce_scatter" : "all_reduce"), Phase::communication, -1,
                grads, grads, a);
+      if (!hybrid) continue;
+      a.comm.group = CommGroup::shard_replicas;
+      a.comm.group_size = r.data_parallel / r.zero_shards();
+      a.comm.bytes /= shards;
+      ctx.emit(OpKind::all_reduce, fmt::format("grad_bucket{}.replica_all_reduce", b), Phase::communication, -1, grads,
+               grads, a);
     }
   }
   int norm = -1;
@@ -774,7 +789,7 @@ void append_step_tail(BuildContext& ctx, const Recipe& r) {
     std::vector<int> weights;
     OpAttrs gather;
     gather.comm.group = CommGroup::data_parallel;
-    gather.comm.group_size = r.data_parallel;
+    gather.comm.group_size = r.zero_shards();
     gather.comm.bucket = static_cast<int>(b);
     for (int p : buckets[b]) weights.push_back(g.params[static_cast<size_t>(p)].weight);
     for (int t : weights) gather.comm.bytes += static_cast<double>(g.tensor(t).bytes());

@@ -49,8 +49,8 @@ struct Recipe {
   // Sharded data parallel (ZeRO, Rajbhandari et al. 2020): 1 shards optimizer state (incl. fp32 masters),
   // 2 also gradients, 3 also parameters; over `shard_group` data-parallel ranks.
   int zero_stage = 0;
-  // ZeRO-3's shard group: 0 = all data-parallel ranks (FSDP FULL_SHARD); S = groups of S consecutive
-  // data-parallel ranks, replicated across the D/S groups (FSDP HYBRID_SHARD; S = the ranks of a node).
+  // ZeRO 2/3's shard group: 0 = all data-parallel ranks (FSDP FULL_SHARD, SHARD_GRAD_OP); S = groups of S
+  // consecutive DP ranks, replicated across the D/S groups (HYBRID_SHARD, _HYBRID_SHARD_ZERO2; S = a node).
   int64_t shard_group = 0;
   bool recompute_activations = false;
   // Megatron sequence parallelism (Korthikanti et al. 2022, docs/parallelism.md): LayerNorm, dropout and the

@@ -125,7 +125,7 @@ const char* to_string(Phase p);
 inline bool is_micro_step_phase(Phase p) { return p == Phase::forward || p == Phase::recompute || p == Phase::backward; }
 
 // Which ranks a collective spans.
-// shard_replicas: ZeRO-3 hybrid sharding's groups across the shard groups (models/builder.cpp).
+// shard_replicas: hybrid sharding's groups across the shard groups (ZeRO 2 and 3, models/builder.cpp).
 enum class CommGroup { data_parallel, tensor_parallel, shard_replicas };
 
 struct GemmAttrs {

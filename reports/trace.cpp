@@ -14,10 +14,9 @@ nlohmann::json chrome_trace(const sim::StepSimulation& step, const models::TaskG
   events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", 0}, {"args", {{"name", "rank 0 (all data-parallel replicas)"}}}});
   events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 0}, {"tid", 0}, {"args", {{"name", "compute stream"}}}});
   events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 0}, {"tid", 1}, {"args", {{"name", "communication stream"}}}});
-  const int last_micro = static_cast<int>(g.micro_steps) - 1;
-  std::map<int, double> end_in_last_micro;  // op id → end time in the last micro-step
+  std::map<std::pair<int, int>, double> end_in_micro;  // (op id, micro-step) → end time
   for (const auto& s : step.timeline)
-    if (s.stream == sim::Stream::compute && s.micro_step == last_micro) end_in_last_micro[s.op] = s.end_seconds;
+    if (s.stream == sim::Stream::compute) end_in_micro[{s.op, s.micro_step}] = s.end_seconds;
   int flow_id = 0;
   for (const auto& s : step.timeline) {
     const models::Op& op = g.op(s.op);
@@ -32,10 +31,11 @@ nlohmann::json chrome_trace(const sim::StepSimulation& step, const models::TaskG
                       {"args", {{"op", op.id}, {"phase", models::to_string(op.phase)}, {"micro_step", s.micro_step},
                                 {"flops", op.flops}, {"bytes", op.bytes_read + op.bytes_written}}}});
     if (s.stream != sim::Stream::communication || op.kind == models::OpKind::all_gather) continue;
-    // Flow arrows from the backward ops whose gradients this all-reduce (or reduce-scatter) carries.
+    // Flow arrows from the backward ops whose gradients this all-reduce (or reduce-scatter) carries, in the
+    // micro-step it reduces (the last; every one under ZeRO stage 2).
     for (auto [e, end] = boost::in_edges(op.id, g.deps); e != end; ++e) {
-      auto found = end_in_last_micro.find(static_cast<int>(boost::source(*e, g.deps)));
-      if (found == end_in_last_micro.end()) continue;
+      auto found = end_in_micro.find({static_cast<int>(boost::source(*e, g.deps)), s.micro_step});
+      if (found == end_in_micro.end()) continue;
       ++flow_id;
       events.push_back({{"ph", "s"}, {"name", "gradients ready"}, {"cat", "flow"}, {"id", flow_id}, {"pid", 0},
                         {"tid", 0}, {"ts", found->second * 1e6 - 0.001}});

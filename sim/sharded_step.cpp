@@ -12,6 +12,7 @@
 #include "sim/compute_model.hpp"
 #include "sim/event_engine.hpp"
 #include "sim/network.hpp"
+#include "sim/rank_groups.hpp"
 
 namespace ptsim::sim {
 namespace {
@@ -238,27 +239,9 @@ class ShardedStep {
     }
   }
 
-  // ---- collectives: tensor-parallel groups are tp consecutive ranks; data-parallel ranks d of one
-  // tensor-parallel position t are d·tp + t (as sim/step_simulator), a shard group S consecutive d of them,
-  // a replica group the same place in every shard group. All rings. ----
+  // ---- collectives: all rings, over the groups of sim/rank_groups.hpp ----
   std::vector<std::vector<int>> groups(models::CommGroup group) const {
-    std::vector<std::vector<int>> out;
-    if (group == models::CommGroup::tensor_parallel) {
-      for (int d = 0; d < dp_; ++d) {
-        out.emplace_back();
-        for (int t = 0; t < tp_; ++t) out.back().push_back(d * tp_ + t);
-      }
-      return out;
-    }
-    const int shard = static_cast<int>(g_.recipe.zero_shards()), replicas = dp_ / shard;
-    const bool across = group == models::CommGroup::shard_replicas;
-    for (int t = 0; t < tp_; ++t)
-      for (int k = 0; k < (across ? shard : replicas); ++k) {
-        out.emplace_back();
-        for (int i = 0; i < (across ? replicas : shard); ++i)
-          out.back().push_back((across ? i * shard + k : k * shard + i) * tp_ + t);
-      }
-    return out;
+    return rank_groups(group, dp_, tp_, static_cast<int>(g_.recipe.zero_shards()));
   }
 
   std::shared_ptr<const PreparedCollective> prepared(const models::Op& op) {

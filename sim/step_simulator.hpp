@@ -2,7 +2,8 @@
 // engine: each rank has a compute stream (the body ops × micro-steps, then the optimizer tail; Megatron
 // tensor-parallel all-reduces block it) and a communication stream (gradient-bucket all-reduces, started
 // as soon as a bucket's gradients are final in the last micro-step, one at a time, overlapping the rest of
-// backward). Optimizer updates wait for their bucket's all-reduce; LAMB's global norm waits for all.
+// backward; ZeRO stage 2's reduce-scatters run in every micro-step, docs/parallelism.md). Optimizer updates
+// wait for their bucket's all-reduce; LAMB's global norm waits for all.
 // All data-parallel replicas are identical, so one compute timeline stands for every rank; collectives run
 // over every group on the flow-level network, either replicated (one flow per symmetry class, with
 // multiplicity) or exact (every flow). Model: docs/cluster-simulation.md.

@@ -186,20 +186,21 @@ TEST_CASE("ZeRO combinations that are not simulated, or do not apply, are exit 2
     return file_case(name, scenario(R"("nodes": 1)", R"("steps": 10, "grad_accum": 4)", R"(, "recipe": {)" + recipe + "}"), {});
   };
   std::vector<BadInput> cases = {
-      with_recipe("shard_group_without_zero3", R"("zero_stage": 2, "shard_group": 4)"),
+      with_recipe("shard_group_with_zero1", R"("zero_stage": 1, "shard_group": 4)"),
       with_recipe("shard_group_not_dividing", R"("zero_stage": 3, "shard_group": 3)"),
       with_recipe("zero_with_pipeline", R"("zero_stage": 3, "pipeline_parallel": 2)"),
   };
-  cases[0].expected = {"recipe.shard_group 4 applies to zero_stage 3", "zero_stage is 2"};
+  cases[0].expected = {"recipe.shard_group 4 applies to zero_stage 2", "zero_stage is 1",
+                       "neither DeepSpeed nor FSDP has a hybrid stage 1"};
   cases[1].expected = {"recipe.shard_group 3 must be at least 2 and divide the 8 data-parallel ranks"};
   cases[2].expected = {"zero_stage 3 with pipeline_parallel > 1 is not simulated", "use zero_stage 1"};
   check_all_refused(cases);
 }
 
-TEST_CASE("ZeRO-3, hybrid sharding and the distributed optimizer predict through the CLI") {
+TEST_CASE("ZeRO-3, hybrid sharding (stages 2 and 3) and the distributed optimizer predict through the CLI") {
   // The scaling-efficiency baseline runs the recipe on one rank: the shard group must not follow it there.
   for (const std::string recipe : {R"("zero_stage": 3)", R"("zero_stage": 3, "shard_group": 4)",
-                                   R"("distributed_optimizer": true)"}) {
+                                   R"("zero_stage": 2, "shard_group": 4)", R"("distributed_optimizer": true)"}) {
     CAPTURE(recipe);
     const auto r = ptsim::test::run_ptsim(
         "predict --format json --scenario " +

@@ -219,13 +219,13 @@ TEST_CASE("hybrid sharding keeps the gathers inside a node: each takes what it t
       CHECK(s.end_seconds - s.start_seconds > one_node_gather.at(full.op(s.op).name));
 }
 
-TEST_CASE("shard_group applies to ZeRO-3 only and must divide the data-parallel ranks") {
+TEST_CASE("shard_group must divide the data-parallel ranks; stage 1 has none (tests/sim/test_zero2.cpp)") {
   const models::ModelSpec m = models::load_model("gpt2-124m");
   models::Recipe r = zero3_recipe(16);
   r.shard_group = 3;
   CHECK_THROWS_AS(models::build_task_graph(m, r), core::InputError);
   r.shard_group = 8;
-  r.zero_stage = 2;
+  r.zero_stage = 1;
   CHECK_THROWS_AS(models::build_task_graph(m, r), core::InputError);
 }
 
