@@ -1,7 +1,7 @@
 // calibration/op_times_fit.hpp — calibrate a device profile from measured per-op times (the runtime's
 // `ptsim train --op-times`, schema ptsim.op_times.v1): fit a few compute-model parameters so the predicted
 // time of every op matches the measurement, and report the error on a held-out measurement (e.g. another
-// micro-batch). This is DESIGN.md's loop: the same TaskGraph measured and predicted op by op.
+// micro-batch). The calibration loop of docs/compute-model.md: the same TaskGraph measured and predicted op by op.
 #pragma once
 #include <map>
 #include <string>
