@@ -12,7 +12,7 @@
 namespace ptsim::reports {
 
 // As the simulators number ranks: sim::pipeline_rank (tensor parallel innermost; without a pipeline d·T + t),
-// ZeRO-3's shard group S consecutive data-parallel ranks, a replica group the same place in every shard group.
+// ZeRO-2's and ZeRO-3's shard group S consecutive data-parallel ranks, a replica group the same place in every shard group.
 RankGroups collective_groups(const models::Recipe& r, models::CommGroup group, int stage) {
   const int tp = static_cast<int>(r.tensor_parallel), dp = static_cast<int>(r.data_parallel);
   const int stages = static_cast<int>(r.pipeline_parallel);
@@ -25,7 +25,7 @@ RankGroups collective_groups(const models::Recipe& r, models::CommGroup group, i
     }
     return out;
   }
-  const int shard = r.zero_stage >= 3 ? static_cast<int>(r.zero_shards()) : dp, replicas = dp / shard;
+  const int shard = r.zero_stage > 0 ? static_cast<int>(r.zero_shards()) : dp, replicas = dp / shard;
   const bool across = group == models::CommGroup::shard_replicas;
   for (int t = 0; t < tp; ++t)
     for (int k = 0; k < (across ? shard : replicas); ++k) {

@@ -56,6 +56,13 @@ std::vector<std::string> plan_overrides(const Scenario& s, const LayoutPlan& p) 
   if (l.shard_group > 0) out.push_back(fmt::format("recipe.shard_group={}", l.shard_group));
   if (l.pipeline_parallel > 1) out.push_back(fmt::format("recipe.pipeline_schedule={}", models::to_string(l.schedule)));
   if (l.virtual_stages > 1) out.push_back(fmt::format("recipe.virtual_stages={}", l.virtual_stages));
+  // The scenario's pipeline overlap options as this layout keeps them (Layout::apply clears what does not apply).
+  models::Recipe applied = s.recipe;
+  l.apply(applied);
+  if (s.recipe.overlap_grad_reduce)
+    out.push_back(fmt::format("recipe.overlap_grad_reduce={}", applied.overlap_grad_reduce ? "true" : "false"));
+  if (s.recipe.overlap_param_gather)
+    out.push_back(fmt::format("recipe.overlap_param_gather={}", applied.overlap_param_gather ? "true" : "false"));
   for (size_t i = 0; i < p.phases.size() && i < s.phases.size(); ++i) {
     out.push_back(fmt::format("phases.{}.micro_batch={}", i, p.phases[i].micro_batch));
     if (s.phases[i].global_batch > 0) continue;  // the global batch stays: the accumulation follows from it

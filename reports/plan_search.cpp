@@ -214,23 +214,37 @@ class Searcher {
     double remaining_bound = 0;
     for (const auto& phase : phases) remaining_bound += phase.front_bound();
     double done = 0;
-    for (const auto& candidates : phases) {
+    for (size_t i = 0; i < phases.size(); ++i) {
+      const PhaseCandidates& candidates = phases[i];
       remaining_bound -= candidates.front_bound();
       if (done + candidates.front_bound() + remaining_bound >= best) {
         bound_out(plan, phases, done);
         return;
       }
       std::optional<PhasePlan> chosen;
+      std::optional<std::string> refused;
       double chosen_seconds = std::numeric_limits<double>::infinity();
       for (const Candidate& c : candidates.fitting) {
         if (c.lower_bound_seconds >= chosen_seconds) break;
-        const double iteration = simulated_iteration(c.recipe);
+        double iteration = 0;
+        try {
+          iteration = simulated_iteration(c.recipe);
+        } catch (const core::InputError& e) {  // e.g. a communication-bound ZeRO-2 step past the micro-step limit
+          if (!refused) refused = e.what();
+          continue;
+        }
         const double seconds = static_cast<double>(c.steps) * iteration;
         if (seconds < chosen_seconds) {
           chosen_seconds = seconds;
           chosen = PhasePlan{c.recipe.micro_batch, c.recipe.grad_accum, c.steps, iteration, c.memory_bytes,
                              candidates.miss_micro_batch, candidates.miss_bytes};
         }
+      }
+      if (!chosen) {  // the simulator refused every fitting micro-batch of this phase
+        plan.phases.clear();
+        plan.verdict = PlanVerdict::invalid;
+        plan.reason = fmt::format("{}: {}", s_.phases[i].name, refused.value_or("not simulated"));
+        return;
       }
       plan.phases.push_back(*chosen);
       done += chosen_seconds;

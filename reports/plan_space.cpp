@@ -28,6 +28,10 @@ void Layout::apply(models::Recipe& r) const {
   r.sequence_parallel = sequence_parallel;
   // The scenario's selective recomputation where this layout does not recompute everything anyway.
   r.selective_recompute = r.selective_recompute && !recompute;
+  // The scenario's pipeline overlap options where this layout has what they overlap (a pipeline; ZeRO-1's
+  // gathers), cleared elsewhere: the scenario's recipe refuses them there (docs/parallelism.md).
+  r.overlap_grad_reduce = r.overlap_grad_reduce && pipeline_parallel > 1;
+  r.overlap_param_gather = r.overlap_param_gather && pipeline_parallel > 1 && zero_stage == 1;
 }
 
 std::string Layout::label() const {

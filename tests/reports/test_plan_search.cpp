@@ -299,3 +299,54 @@ TEST_CASE("a layout replaces the scenario's own sharding and rank order") {
   CHECK(r.shard_group == 0);
   CHECK(r.rank_order == models::RankOrder::tp_dp_pp);
 }
+
+TEST_CASE("a layout keeps the scenario's pipeline overlap options only where they apply") {
+  models::Recipe r;
+  r.overlap_grad_reduce = true;
+  r.overlap_param_gather = true;
+  Layout pipeline;
+  pipeline.pipeline_parallel = 2;
+  pipeline.data_parallel = 2;
+  pipeline.zero_stage = 1;
+  models::Recipe kept = r;
+  pipeline.apply(kept);
+  CHECK(kept.overlap_grad_reduce);
+  CHECK(kept.overlap_param_gather);
+  pipeline.zero_stage = 0;  // no ZeRO-1 gathers to overlap
+  models::Recipe ddp = r;
+  pipeline.apply(ddp);
+  CHECK(ddp.overlap_grad_reduce);
+  CHECK_FALSE(ddp.overlap_param_gather);
+  Layout flat;  // no pipeline: the recipe would refuse both (exit 2), so the layout clears them
+  flat.data_parallel = 4;
+  flat.zero_stage = 1;
+  models::Recipe none = r;
+  flat.apply(none);
+  CHECK_FALSE(none.overlap_grad_reduce);
+  CHECK_FALSE(none.overlap_param_gather);
+}
+
+TEST_CASE("hybrid ZeRO-2's bound times its collectives in the shard group, and holds") {
+  // zero_stage 2 with shard_group 2 on two nodes × 2 GPUs (D 4): each reduce-scatter stays in a node and the
+  // shard is all-reduced across the nodes (docs/parallelism.md, "Hybrid sharding"); a bound that timed the
+  // reduce-scatter over all four ranks (across InfiniBand) and no replica all-reduce would not be this one.
+  const Scenario s = with_stack(two_node_gpt(), profiles());
+  const sim::ClusterConfig config = resolve_cluster(s, profiles());
+  PredictionCache cache;
+  const auto model = cache.model(s.model);
+  models::Recipe r = s.recipe;
+  Layout layout;
+  layout.data_parallel = 4;
+  layout.zero_stage = 2;
+  layout.apply(r);
+  r.shard_group = 2;
+  r.seq_len = 128;
+  r.micro_batch = 1;
+  r.grad_accum = 2;
+  const double hybrid_bound = step_lower_bound_seconds(*model, r, config, cache);
+  const double hybrid_step = cache.step(*model, r, config).iteration_seconds;
+  CHECK(hybrid_bound <= hybrid_step * (1 + 1e-9));
+  models::Recipe full = r;
+  full.shard_group = 0;
+  CHECK(hybrid_bound != doctest::Approx(step_lower_bound_seconds(*model, full, config, cache)).epsilon(1e-6));
+}
