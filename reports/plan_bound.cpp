@@ -34,8 +34,9 @@ double tail_op_seconds(const models::Op& op, const sim::ClusterConfig& config) {
   return models::is_communication(op.kind) ? 0 : sim::op_cost(op, config.gpu).seconds;
 }
 
-// sim/step_simulator: micro-steps 0 … M−2 carry no data-parallel traffic, so the last starts at (M − 1) body
-// times or later; each data-parallel collective (one at a time, in graph order, on the communication stream)
+// sim/step_simulator: the compute stream runs micro-steps 0 … M−2 without waiting for data-parallel traffic
+// (there is none, or under ZeRO-2 their reduce-scatters run beside it), so the last starts at (M − 1) body
+// times or later (ZeRO-2's earlier reduce-scatters can only delay the last one's: left out, still a bound); each data-parallel collective (one at a time, in graph order, on the communication stream)
 // starts after the ops it reads have run in the last micro-step — a body op, an earlier collective, or under
 // ZeRO an update — and the tail (in order, on the compute stream after the body) runs each update after the
 // collectives it reads. Every start and end below is a lower bound of the simulated one, given lower bounds

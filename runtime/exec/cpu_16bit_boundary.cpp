@@ -29,14 +29,27 @@ bool accumulates_into(const models::Op& op, size_t index) {
   }
 }
 
+size_t op_scratch_floats(const models::TaskGraph& graph, const models::Op& op) {
+  size_t need = 0;
+  auto add = [&](int id) {
+    const models::Tensor& t = graph.tensor(id);
+    if (is_16bit_float(t.dtype)) need += aligned(static_cast<size_t>(t.elements()));
+  };
+  for (int id : op.inputs) add(id);
+  for (int id : op.outputs) add(id);
+  return need;
+}
+
+size_t boundary_scratch_bytes(const models::TaskGraph& graph) {
+  size_t most = 0;
+  for (const models::Op& op : graph.ops) most = std::max(most, op_scratch_floats(graph, op));
+  return most * sizeof(float);
+}
+
 bool OpBoundary::prepare(const models::TaskGraph& graph, const models::Op& op, std::span<void* const> inputs,
                          std::span<void* const> outputs) {
-  auto is_half = [&](int id) { return is_16bit_float(graph.tensor(id).dtype); };
-  if (std::none_of(op.inputs.begin(), op.inputs.end(), is_half) && std::none_of(op.outputs.begin(), op.outputs.end(), is_half))
-    return false;
-  size_t need = 0;
-  for (int id : op.inputs) need += is_half(id) ? aligned(static_cast<size_t>(graph.tensor(id).elements())) : 0;
-  for (int id : op.outputs) need += is_half(id) ? aligned(static_cast<size_t>(graph.tensor(id).elements())) : 0;
+  const size_t need = op_scratch_floats(graph, op);
+  if (need == 0) return false;
   if (scratch_.size() < need) scratch_.resize(need);  // grows to the largest op, then is reused
   inputs_.assign(inputs.begin(), inputs.end());
   outputs_.assign(outputs.begin(), outputs.end());

@@ -18,6 +18,12 @@ namespace ptsim::runtime::cpu {
 // than overwriting it: such an output is widened before the op.
 bool accumulates_into(const models::Op& op, size_t index);
 
+// The fp32 scratch (floats) `op` needs on 16-bit storage: its 16-bit inputs and outputs, each aligned; 0 when
+// it has none.
+size_t op_scratch_floats(const models::TaskGraph& graph, const models::Op& op);
+// What the scratch grows to over `graph` (bytes): the largest op's. The trainer's memory check counts it.
+size_t boundary_scratch_bytes(const models::TaskGraph& graph);
+
 // The fp32 operands of one op run on 16-bit storage. prepare() returns false (and does nothing) when the op
 // has no 16-bit operand; otherwise inputs()/outputs() are the addresses to give the fp32 kernel, and
 // finish() narrows the outputs into storage.

@@ -89,7 +89,8 @@ class Executor {
   // Recomputes every 16-bit weight copy from its fp32 master (no-op under fp32).
   void refresh_weight_copies();
   // A tensor's values: T = float under f32 compute, double under f64 (any float tensor; f16/bf16 tensors hold
-  // 16-bit values in fp32 storage: a value written here is read by the next op as written, the executor
+  // 16-bit values: on a backend that stores 16 bits a value written here is rounded to the dtype (nearest
+  // even) and read back widened; on one that emulates, it is kept as written in fp32 storage and the executor
   // rounds only what ops write), int32_t for i32 tensors (inputs). Throws std::invalid_argument for another
   // T, a tensor without storage, or (write) a size that is not the tensor's element count.
   template <class T>

@@ -31,6 +31,7 @@
 #include "runtime/comm/communicator.hpp"
 #include "runtime/data/pretraining_dataset.hpp"
 #include "runtime/data/tokenizer.hpp"        // defines: hash_to_hex
+#include "runtime/exec/cpu_16bit_boundary.hpp"
 #include "runtime/exec/executor.hpp"
 #include "runtime/optim/loss_scaler.hpp"
 #include "runtime/exec/math/attention_math.hpp"  // defines: kCudaFusedAttentionMaxHeadDim
@@ -312,11 +313,15 @@ class Trainer {
     // moments, inputs, the activation arena): check that total against the machine before allocating.
     // Ranks that share this machine (mpirun sets OMPI_COMM_WORLD_LOCAL_SIZE) each allocate as much.
     // Plan what the backend stores (16-bit activations as 16 bits on the CPU: storage_graph).
-    const models::MemoryPlan plan = models::plan_memory(storage_graph(*graph_, backend_stores_16bit(c_.backend)));
+    // The CPU backend's fp32 scratch for 16-bit operands (cpu_16bit_boundary.hpp) comes on top of the plan.
+    const bool stores_16bit = backend_stores_16bit(c_.backend);
+    const models::TaskGraph stored = storage_graph(*graph_, stores_16bit);
+    const models::MemoryPlan plan = models::plan_memory(stored);
+    const double scratch = stores_16bit ? static_cast<double>(cpu::boundary_scratch_bytes(stored)) : 0.0;
     int local_ranks = 1;
     if (const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); s && world_ > 1) local_ranks = std::max(1, std::atoi(s));
     core::require_available_memory(
-        plan.total_bytes() * local_ranks,
+        (plan.total_bytes() + scratch) * local_ranks,
         fmt::format("ptsim train: {} at micro-batch {} × seq {}{}", graph_->model.name, c_.micro_batch,
                     dataset_->seq_len(), local_ranks > 1 ? fmt::format(" × {} ranks on this machine", local_ranks) : ""),
         "use a smaller --micro-batch (with --grad-accum for the same global batch) or a smaller model");

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "models/builder.hpp"
+#include "runtime/exec/cpu_16bit_boundary.hpp"
 #include "runtime/exec/executor.hpp"
 #include "runtime/exec/precision.hpp"
 #include "runtime/optim/optimizer.hpp"
@@ -196,4 +197,30 @@ TEST_CASE("round_to_dtype, and narrow_16bit then widen_16bit, are Eigen's conver
     }
     CHECK_MESSAGE(mismatches == 0, to_string(t));
   }
+}
+
+TEST_CASE("the 16-bit scratch the trainer's memory check counts is what OpBoundary grows to on the graph's largest op") {
+  // The graph as the CPU backend runs it (storage_graph: weights and gradients f32, activations 16-bit).
+  const TaskGraph built = build_task_graph(tiny_bert(), storage_recipe(Precision::bf16));
+  const TaskGraph graph = storage_graph(built, true);
+  const size_t counted = cpu::boundary_scratch_bytes(graph);
+  CHECK(cpu::boundary_scratch_bytes(storage_graph(built, false)) == 0);  // fp32 storage: no op needs scratch
+  // The op the count is taken from, run through a real OpBoundary on host buffers of each operand's dtype.
+  const Op* largest = nullptr;
+  for (const Op& op : graph.ops)
+    if (!largest || cpu::op_scratch_floats(graph, op) > cpu::op_scratch_floats(graph, *largest)) largest = &op;
+  REQUIRE(largest != nullptr);
+  std::vector<std::vector<float>> buffers;  // 4 bytes per element covers every dtype (16-bit, f32, i32, u8)
+  std::vector<void*> ins, outs;
+  for (int id : largest->inputs) ins.push_back(buffers.emplace_back(static_cast<size_t>(graph.tensor(id).elements())).data());
+  for (int id : largest->outputs) outs.push_back(buffers.emplace_back(static_cast<size_t>(graph.tensor(id).elements())).data());
+  cpu::OpBoundary boundary;
+  REQUIRE(boundary.prepare(graph, *largest, ins, outs));
+  CHECK(boundary.scratch_bytes() == counted);
+  // At least the op's 16-bit operands at 4 bytes each: the largest 16-bit tensor alone bounds it from below.
+  double largest_16bit = 0;
+  for (const Tensor& t : graph.tensors)
+    if (t.dtype == DType::bf16) largest_16bit = std::max(largest_16bit, static_cast<double>(t.elements()));
+  CHECK(static_cast<double>(counted) >= 4 * largest_16bit);
+  boundary.finish();
 }

@@ -122,9 +122,10 @@ TEST_CASE("model steps harness: the fused dropout ops with dropout 0.1, CPU f64 
       MESSAGE(summary(c.name + " fp32, CPU f32 vs CPU f64", b, o));
       for (const std::string& f : o.failures) FAIL_CHECK(c.name << ": " << f);
       CHECK(o.grad_l2 > 0);
+      // The optimizer needs f32 compute, so the AdamW steps have no f64 reference here (the gpu suite compares
+      // them with CUDA's): they must at least train — the loss falls over the steps, with dropout on.
       const std::vector<double> losses = step_losses(c, kF32, models::OptimizerKind::adamw);
-      Outcome steps;
-      compare_step_losses("adamw", losses, losses, b, steps);
-      CHECK_MESSAGE(steps.failures.empty(), c.name << ": " << (steps.failures.empty() ? std::string() : steps.failures.front()));
+      REQUIRE(losses.size() >= 2);
+      CHECK_MESSAGE(losses.back() < losses.front(), c.name << ": AdamW loss " << losses.front() << " -> " << losses.back());
     }
 }
