@@ -261,7 +261,7 @@ class StepRun {
           "micro-step ends (the step is communication-bound), so every micro-step is simulated, and at most {} "
           "are: lower grad_accum (a larger micro_batch) or use zero_stage 1",
           micro_steps_, kMaxShardedMicroSteps));
-    if (comm_busy_) return false;
+    if (comm_busy_ || !fast_forward_) return false;
     const IdleMoment now{micro, engine_.now(), result_.compute_seconds, result_.blocking_comm_seconds,
                          result_.data_parallel_comm_seconds, result_.flows_started, result_.timeline.size()};
     std::optional<IdleMoment>& before = idle_at_[cursor_ % body_.size()];
@@ -389,6 +389,11 @@ class StepRun {
   std::unique_ptr<Topology> topology_;  // built on first use: cached collectives need none
   int64_t tp_ = 1, dp_ = 1, shards_ = 1;
   bool hybrid_ = false, every_micro_step_ = false;
+
+ public:
+  bool fast_forward_ = true;  // false: simulate_step_every_micro_step
+
+ private:
   int micro_steps_ = 1;
   std::vector<double> op_seconds_;
   std::vector<int> body_, tail_, gradient_comm_, after_update_comm_;
@@ -422,6 +427,13 @@ StepSimulation simulate_step(const models::TaskGraph& graph, const ClusterConfig
   if (graph.recipe.zero_stage >= 3 && graph.recipe.data_parallel > 1)  // parameters gathered per unit
     return simulate_sharded_step(graph, config, record_timeline);
   return StepRun(graph, config, record_timeline, cache).run();
+}
+
+StepSimulation simulate_step_every_micro_step(const models::TaskGraph& graph, const ClusterConfig& config) {
+  if (graph.recipe.zero_stage >= 3 && graph.recipe.data_parallel > 1) return simulate_sharded_step(graph, config, false);
+  StepRun run(graph, config, false, nullptr);
+  run.fast_forward_ = false;
+  return run.run();
 }
 
 CollectiveSpec whole_cluster_collective(const ClusterConfig& config, CollectiveKind kind, CollectiveAlgorithm algorithm,

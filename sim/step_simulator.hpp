@@ -82,6 +82,11 @@ class CollectiveCache;
 StepSimulation simulate_step(const models::TaskGraph& graph, const ClusterConfig& config, bool record_timeline = false,
                              CollectiveCache* cache = nullptr);
 
+// simulate_step with ZeRO stage 2's micro-steps all simulated one after another (no fast-forward once one
+// repeats): the reference the fast-forward is tested against (tests/sim/test_zero2.cpp). Other recipes: as
+// simulate_step.
+StepSimulation simulate_step_every_micro_step(const models::TaskGraph& graph, const ClusterConfig& config);
+
 // Throws core::InputError when data_parallel × tensor_parallel is not the cluster's GPU count, or tensor
 // parallelism does not fit in one node (it stays inside a node): the check every data × tensor-parallel
 // step simulator (this one, sim/sharded_step) makes first.
