@@ -12,7 +12,9 @@ namespace {
 
 using models::OpKind;
 
-constexpr size_t kScratchAlignment = 16;  // floats: each operand starts a multiple of 64 bytes into the scratch
+// floats: each operand starts a multiple of 64 bytes after the scratch's start (the scratch itself is a
+// std::vector's, so its start is only as aligned as operator new makes it; no kernel assumes more)
+constexpr size_t kScratchAlignment = 16;
 size_t aligned(size_t n) { return (n + kScratchAlignment - 1) / kScratchAlignment * kScratchAlignment; }
 
 }  // namespace
