@@ -5,6 +5,7 @@
 // communication terms are non-zero where the simulator cannot hide communication; a model no layout can hold
 // is refused with the fix; the sweep's --auto-recipe applies what it finds.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <limits>
@@ -29,27 +30,24 @@ const hwprofiles::ProfileSet& profiles() {
   return p;
 }
 
-// GPT-2 124M (12 layers, 12 heads) on 4 A100s of one DGX A100, 16 sequences of 256 per step: TP ∈ {1, 2, 4},
-// PP ∈ {1, 2, 4}, per-rank batches of at most 16 — a few hundred candidates in all.
-Scenario small_gpt() {
-  return parse_scenario(core::Json::parse(R"({
-    "name": "small-gpt", "model": "gpt2-124m",
-    "cluster": {"node": "dgx-a100", "nodes": 1, "gpus_per_node": 4},
-    "recipe": {"precision": "bf16", "optimizer": "adamw"},
-    "phases": [{"name": "pretraining", "seq_len": 256, "micro_batch": 4, "global_batch": 16, "steps": 1000}]})"),
+// GPT-2 124M, bf16 AdamW, on `nodes` DGX A100 nodes of `gpus` GPUs each, one pretraining phase.
+Scenario gpt_scenario(const char* name, int nodes, int gpus, int seq_len, int micro_batch, int global_batch) {
+  return parse_scenario(core::Json::parse(fmt::format(R"({{
+    "name": "{}", "model": "gpt2-124m",
+    "cluster": {{"node": "dgx-a100", "nodes": {}, "gpus_per_node": {}}},
+    "recipe": {{"precision": "bf16", "optimizer": "adamw"}},
+    "phases": [{{"name": "pretraining", "seq_len": {}, "micro_batch": {}, "global_batch": {}, "steps": 1000}}]}})",
+                                                      name, nodes, gpus, seq_len, micro_batch, global_batch)),
                         "test");
 }
 
+// GPT-2 124M (12 layers, 12 heads) on 4 A100s of one DGX A100, 16 sequences of 256 per step: TP ∈ {1, 2, 4},
+// PP ∈ {1, 2, 4}, per-rank batches of at most 16 — a few hundred candidates in all.
+Scenario small_gpt() { return gpt_scenario("small-gpt", 1, 4, 256, 4, 16); }
+
 // GPT-2 124M on two nodes of two A100s (DGX A100 nodes cut to 2 GPUs: the data-parallel traffic crosses
 // InfiniBand), 8 sequences of 128 per step: D = 4 > 2 GPUs per node, so ZeRO-3 is searched hybrid too.
-Scenario two_node_gpt() {
-  return parse_scenario(core::Json::parse(R"({
-    "name": "two-node-gpt", "model": "gpt2-124m",
-    "cluster": {"node": "dgx-a100", "nodes": 2, "gpus_per_node": 2},
-    "recipe": {"precision": "bf16", "optimizer": "adamw"},
-    "phases": [{"name": "pretraining", "seq_len": 128, "micro_batch": 2, "global_batch": 8, "steps": 1000}]})"),
-                        "test");
-}
+Scenario two_node_gpt() { return gpt_scenario("two-node-gpt", 2, 2, 128, 2, 8); }
 
 struct BruteForce {
   double best_seconds = std::numeric_limits<double>::infinity();
