@@ -16,13 +16,10 @@
 // u16·|rn(x)|/(1 − u16) ≤ 1.01·u16·|rn(x)|. Accumulation orders differ, so no tighter (bitwise) claim holds.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <limits>
-#include <map>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -32,13 +29,14 @@
 #include "runtime/exec/cuda/gemm_types.hpp"
 #include "runtime/exec/cuda/lt_gemm_plan.hpp"
 #include "runtime/exec/precision.hpp"
+#include "tests/runtime/exec/gemm_16bit_support.hpp"
 #include "tests/runtime/exec/lt_gemm_interpreter.hpp"
 
 using namespace ptsim::runtime;
 using ptsim::models::DType;
 using ptsim::models::OpKind;
 using ptsim::models::TaskGraph;
-using Values = std::map<int, std::vector<double>>;  // tensor id → values
+using ptsim::test::Values;
 
 namespace {
 
@@ -49,78 +47,16 @@ double unit_roundoff(DType t) {
   return 0;                                 // fp32 D: no rounding beyond the fp32 result's
 }
 cuda::GemmElement element(DType t) { return cuda::gemm_element(t).value(); }
-bool is_16bit(DType t) { return t == DType::bf16 || t == DType::f16; }
+using ptsim::test::add_op;
+using ptsim::test::add_tensor;
+using ptsim::test::decode;
+using ptsim::test::encode;
+using ptsim::test::random_in;
 
-// Values as stored in dtype t (fp32 bytes, or 16-bit patterns), and back.
-std::vector<std::byte> encode(DType t, const std::vector<double>& v) {
-  std::vector<float> f(v.begin(), v.end());
-  if (!is_16bit(t)) {
-    std::vector<std::byte> bytes(f.size() * 4);
-    std::memcpy(bytes.data(), f.data(), bytes.size());
-    return bytes;
-  }
-  std::vector<std::byte> bytes(f.size() * 2);
-  narrow_16bit(bytes.data(), f.data(), f.size(), t);
-  return bytes;
-}
-std::vector<double> decode(DType t, const std::vector<std::byte>& bytes) {
-  std::vector<float> f(bytes.size() / (is_16bit(t) ? 2 : 4));
-  if (is_16bit(t))
-    widen_16bit(f.data(), bytes.data(), f.size(), t);
-  else
-    std::memcpy(f.data(), bytes.data(), bytes.size());
-  return {f.begin(), f.end()};
-}
-// N(0,1) values rounded to dtype t.
-std::vector<double> random_in(DType t, size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> d;
-  std::vector<double> v(n);
-  for (double& x : v) x = d(rng);
-  return decode(t, encode(t, v));
-}
-
-int add_tensor(TaskGraph& g, const std::string& name, std::vector<int64_t> shape, DType t) {
-  ptsim::models::Tensor x;
-  x.name = name;
-  x.shape = std::move(shape);
-  x.dtype = t;
-  return g.add_tensor(std::move(x));
-}
-void add_op(TaskGraph& g, OpKind kind, std::vector<int> in, std::vector<int> out, const ptsim::models::OpAttrs& a) {
-  ptsim::models::Op op;
-  op.kind = kind;
-  op.name = std::string(ptsim::models::to_string(kind));
-  op.inputs = std::move(in);
-  op.outputs = std::move(out);
-  op.attrs = a;
-  g.add_op(std::move(op));
-}
-
-// The graph's ops on the CPU f32 backend (16-bit tensors stored as 16 bits: its op boundary); every tensor's
-// values after them.
+// The graph's ops on the CPU f32 backend (16-bit tensors stored as 16 bits: its op boundary).
 Values run_cpu(const TaskGraph& g, const Values& initial) {
   auto backend = make_cpu_backend(ComputeType::f32, 1);
-  std::vector<DeviceBuffer> buffers;
-  for (const auto& t : g.tensors) {
-    const std::vector<std::byte> bytes = encode(t.dtype, initial.at(t.id));
-    buffers.push_back(backend->allocate(bytes.size()));
-    backend->copy_to_device(DeviceSpan::of(buffers.back()), bytes.data());
-  }
-  for (const auto& op : g.ops) {
-    std::vector<void*> in, out;
-    for (int id : op.inputs) in.push_back(backend->kernel_address(DeviceSpan::of(buffers[static_cast<size_t>(id)])));
-    for (int id : op.outputs) out.push_back(backend->kernel_address(DeviceSpan::of(buffers[static_cast<size_t>(id)])));
-    backend->run(g, op, in, out, OpContext{});
-  }
-  Values after;
-  for (const auto& t : g.tensors) {
-    std::vector<std::byte> bytes(buffers[static_cast<size_t>(t.id)].bytes);
-    backend->copy_to_host(bytes.data(), DeviceSpan::of(buffers[static_cast<size_t>(t.id)]));
-    after[t.id] = decode(t.dtype, bytes);
-    backend->free(buffers[static_cast<size_t>(t.id)]);
-  }
-  return after;
+  return ptsim::test::run_graph(*backend, g, initial);
 }
 
 // The typed interpreter: A and B given as 16-bit patterns of the plan's ab type (widened exactly), the product
