@@ -1,7 +1,7 @@
 // runtime/exec/cuda/cuda_backend.cpp — CudaBackend: maps each TaskGraph op onto this folder's kernels
 // (the shapes and attributes read exactly as CpuBackend reads them, cpu_backend.cpp), and
-// make_cuda_backend. f32, plus the 16-bit GEMMs below. Every launch is checked; bad ids/labels surface at the next synchronising
-// call (device_error.hpp). The fused attention: fused_attention.cu (attention.hpp).
+// make_cuda_backend. f32, plus the 16-bit GEMMs below. Every launch is checked; bad ids/labels surface
+// at the next synchronising call (device_error.hpp). The fused attention: fused_attention.cu (attention.hpp).
 // GEMM epilogues (unless PTSIM_CUDA_GEMM_EPILOGUES=0, lt_gemm_plan.hpp): a GEMM's bias in cuBLASLt's BIAS
 // epilogue; and when the op right after a GEMM is a bias_grad whose dy the GEMM reduces over its rows (the
 // weight-gradient GEMM of a linear layer, bias_grad_epilogue), the GEMM also writes Σ dy into a backend
