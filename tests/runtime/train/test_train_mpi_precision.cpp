@@ -292,13 +292,16 @@ std::vector<std::set<int64_t>> on_every_rank(const std::set<int64_t>& steps, int
 
 // Recorded from main at 41ecc72 (16-bit activations stored as 16 bits on the CPU; weight copies and
 // parameter gradients in fp32 storage holding 16-bit values, the all-reduce summing them as fp32 and
-// average() rounding the mean to the 16-bit type), Debian 12's OpenBLAS, one GEMM thread, on the project's
-// development machine: `meson test -C build --suite mpi runtime_train_mpi_precision -v` printed these with
-// describe(). Exact: the point is that a change of storage (weights and gradients as 16 bits, the all-reduce
-// through an fp32 staging buffer) computes what main computes. Another machine's OpenBLAS kernel sums the
-// GEMMs in another order and gives other bits at every precision, so the recorded 16-bit bits are compared
-// only where the fp32 run reproduces its recorded bits (the same GEMM arithmetic); everything else in these
-// tests (ranks agree, overlap = no overlap, skip, resume) holds on every machine.
+// average() rounding the mean to the 16-bit type), Debian 12's OpenBLAS 0.3.21, one GEMM thread, on the
+// project's development machine: `mpirun -np 2 build/tests/runtime/test_train_mpi_precision` printed these
+// with describe() (the MESSAGE lines). The replica check this test came with only reads state: with
+// 41ecc72's runtime/train/trainer.cpp put back, every bit comparison below passes unchanged (only the
+// replica_state_hash checks fail). Compared exactly (no tolerance): the point is that a change of storage
+// (weights and gradients as 16 bits, the all-reduce through an fp32 staging buffer) computes what main
+// computes, to the bit, as test_16bit_storage.cpp holds the 16-bit activations to. Another OpenBLAS
+// kernel sums the GEMMs in another order and gives other bits at every precision, so the recorded 16-bit
+// bits are compared only where the fp32 run reproduces its recorded bits (the same GEMM arithmetic);
+// everything else in these tests (ranks agree, overlap = no overlap, skip, resume) holds on every machine.
 const RunBits kRecordedFp32{{0x401abf2ef8000000ull, 0x401a98b960000000ull, 0x401ab547e8000000ull},
                             0xd93abfb70c81225full, 0xf27c941c05a3bddeull};
 const RunBits kRecordedBf16{{0x401abf23a8000000ull, 0x401a98be20000000ull, 0x401ab564b8000000ull},
