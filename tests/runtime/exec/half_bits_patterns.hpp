@@ -1,7 +1,7 @@
 // tests/runtime/exec/half_bits_patterns.hpp — the fp32 bit patterns the 16-bit conversion tests sweep
 // (test_half_bits.cpp on the CPU against Eigen's casts; test_16bit_storage_cuda.cpp, the CUDA conversion
-// kernels against the CPU's): every 4,099th of the 2^32 patterns (1,047,808 values; 4,099 is prime, so
-// the low bits that decide ties take every residue), plus the cases each rounding path turns on.
+// kernels against the CPU's): every 4,099th of the 2^32 patterns (1,047,809 values; 4,099 is prime, so
+// the low bits that decide ties take every residue), plus the 33 cases each rounding path turns on.
 #pragma once
 #include <cstdint>
 #include <vector>
