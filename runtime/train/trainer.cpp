@@ -32,8 +32,8 @@
 #include "runtime/comm/communicator.hpp"
 #include "runtime/data/pretraining_dataset.hpp"
 #include "runtime/data/tokenizer.hpp"        // defines: hash_to_hex
-#include "runtime/exec/cpu_16bit_boundary.hpp"
 #include "runtime/exec/executor.hpp"
+#include "runtime/exec/op_boundary_plan.hpp"  // defines: boundary_scratch_bytes
 #include "runtime/optim/loss_scaler.hpp"
 #include "runtime/exec/math/attention_math.hpp"  // defines: kCudaFusedAttentionMaxHeadDim
 #include "runtime/optim/optimizer.hpp"
@@ -314,12 +314,12 @@ class Trainer {
     // The executor allocates its buffers as models::plan_memory lays them out (weights, gradients, optimizer
     // moments, inputs, the activation arena): check that total against the machine before allocating.
     // Ranks that share this machine (mpirun sets OMPI_COMM_WORLD_LOCAL_SIZE) each allocate as much.
-    // Plan what the backend stores (16-bit activations as 16 bits on the CPU: storage_graph).
-    // The CPU backend's fp32 scratch for 16-bit operands (cpu_16bit_boundary.hpp) comes on top of the plan.
+    // Plan what the backend stores (16-bit activations as 16 bits on the CPU and CUDA backends: storage_graph).
+    // The backend's fp32 scratch for 16-bit operands (op_boundary_plan.hpp; CPU and CUDA alike) comes on top of the plan.
     const bool stores_16bit = backend_stores_16bit(c_.backend);
     const models::TaskGraph stored = storage_graph(*graph_, stores_16bit);
     const models::MemoryPlan plan = models::plan_memory(stored);
-    const double scratch = stores_16bit ? static_cast<double>(cpu::boundary_scratch_bytes(stored)) : 0.0;
+    const double scratch = stores_16bit ? static_cast<double>(boundary_scratch_bytes(stored)) : 0.0;
     int local_ranks = 1;
     if (const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); s && world_ > 1) local_ranks = std::max(1, std::atoi(s));
     core::require_available_memory(

@@ -1,7 +1,9 @@
 // runtime/exec/cuda/cuda_backend.cpp — CudaBackend: maps each TaskGraph op onto this folder's kernels
 // (the shapes and attributes read exactly as CpuBackend reads them, cpu_backend.cpp), and
-// make_cuda_backend. f32, plus the 16-bit GEMMs below. Every launch is checked; bad ids/labels surface
-// at the next synchronising call (device_error.hpp). The fused attention: fused_attention.cu (attention.hpp).
+// make_cuda_backend. f32 kernels; f16/bf16 activations stored as 16 bits, taken directly by the 16-bit GEMMs
+// below and converted around every other op (cuda_16bit_boundary.hpp, the CPU backend's plan). Every launch
+// is checked; bad ids/labels surface at the next synchronising call (device_error.hpp). The fused
+// attention: fused_attention.cu (attention.hpp).
 // GEMM epilogues (unless PTSIM_CUDA_GEMM_EPILOGUES=0, lt_gemm_plan.hpp): a GEMM's bias in cuBLASLt's BIAS
 // epilogue; and when the op right after a GEMM is a bias_grad whose dy the GEMM reduces over its rows (the
 // weight-gradient GEMM of a linear layer, bias_grad_epilogue), the GEMM also writes Σ dy into a backend
@@ -25,6 +27,7 @@
 #include "runtime/comm/local_device.hpp"
 #include "runtime/exec/attention_problem.hpp"  // defines: attention_problem, attention_mask_input
 #include "runtime/exec/cuda/attention.hpp"
+#include "runtime/exec/cuda/cuda_16bit_boundary.hpp"  // defines: OpBoundary, runs_16bit_natively
 #include "runtime/exec/cuda/cuda_backend.hpp"
 #include "runtime/exec/cuda/cuda_check.hpp"
 #include "runtime/exec/cuda/cuda_device.hpp"
@@ -66,22 +69,27 @@ class CudaBackend final : public cuda::CudaDevice {
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
   const char* name() const override { return "cuda-f32"; }
+  // f16/bf16 activations as 16 bits, converted at the op boundary (cuda_16bit_boundary.hpp).
+  bool stores_16bit() const override { return true; }
 
+  // An op with 16-bit operands runs its fp32 kernel on widened copies (boundary_), unless its kernel takes
+  // 16-bit operands itself (runs_16bit_natively: the 16-bit GEMMs gemm_types.hpp allows).
   void run(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
            const OpContext& context) override {
     // A bias gradient computed inside a GEMM is only used by the op right after that GEMM.
     if (op.kind != OpKind::bias_grad) pending_ = {};
-    if (cuda::has_16bit_operand(g, op)) {
-      if (!runs_16bit_natively(g, op, in))
-        throw std::logic_error(fmt::format(
-            "op {} ({}) has 16-bit operands that the CUDA backend does not take natively, and the op-boundary "
-            "conversion to fp32 is not implemented on this backend yet",
-            op.name, models::to_string(op.kind)));
+    stored_inputs_ = in;
+    if (cuda::has_16bit_operand(g, op) && runs_16bit_natively(g, op, in)) {
       if (op.kind == OpKind::gemm || op.kind == OpKind::batched_gemm) {
         gemm_16bit(g, op, in, out);
         cuda::check_launch(models::to_string(op.kind));
         return;
       }
+    } else if (boundary_.prepare(g, op, in, out, compute_stream())) {
+      launch(g, op, boundary_.inputs(), boundary_.outputs(), context);
+      cuda::check_launch(models::to_string(op.kind));
+      boundary_.finish(compute_stream());
+      return;
     }
     launch(g, op, in, out, context);
     cuda::check_launch(models::to_string(op.kind));
@@ -126,6 +134,10 @@ class CudaBackend final : public cuda::CudaDevice {
     const void* dy = nullptr;
   };
   PendingBiasGrad pending_;
+  // The op being run's input addresses as stored (its 16-bit ones are replaced by fp32 scratch for the
+  // kernel): the pending bias gradient is matched on these, which do not move from op to op.
+  std::span<void* const> stored_inputs_;
+  cuda::OpBoundary boundary_;  // the fp32 device scratch of 16-bit operands, reused op after op
   float* bias_grad_part_ = nullptr;  // device, bias_grad_part_elements_ floats
   int64_t bias_grad_part_elements_ = 0;
 
@@ -161,7 +173,7 @@ class CudaBackend final : public cuda::CudaDevice {
         break;
       case OpKind::bias_grad: {  // dy (M,N) → dbias (N) +=
         const int64_t N = elements(g, op.outputs[0]), M = elements(g, op.inputs[0]) / N;
-        if (pending_matches(op, in)) {  // the previous GEMM's epilogue summed dy
+        if (pending_matches(op, stored_inputs_)) {  // the previous GEMM's epilogue summed dy (stored addresses)
           const float* terms[] = {y(0), bias_grad_part_};
           cuda::launch_add(y(0), terms, N, s);
           pending_ = {};
@@ -326,10 +338,10 @@ class CudaBackend final : public cuda::CudaDevice {
     const void* dy_address = nullptr;
     if (op.inputs[0] == dy) {
       epilogue = cuda::bias_grad_epilogue(op.attrs.gemm, cuda::GemmOperand::a, M, N);
-      dy_address = in[0];
+      dy_address = stored_inputs_[0];
     } else if (op.inputs[1] == dy) {
       epilogue = cuda::bias_grad_epilogue(op.attrs.gemm, cuda::GemmOperand::b, M, N);
-      dy_address = in[1];
+      dy_address = stored_inputs_[1];
     }
     if (!epilogue) return false;
     float* part = bias_grad_part(N);
