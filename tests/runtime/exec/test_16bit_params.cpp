@@ -7,6 +7,9 @@
 #include <doctest/doctest.h>
 
 #include <bit>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -14,6 +17,8 @@
 #include <vector>
 
 #include "models/builder.hpp"
+#include "models/memory_plan.hpp"
+#include "runtime/comm/communicator.hpp"
 #include "runtime/exec/backend.hpp"
 #include "runtime/exec/executor.hpp"
 #include "runtime/exec/precision.hpp"
@@ -179,5 +184,217 @@ TEST_CASE("16-bit weight copies and gradients reproduce main's bits: 3 AdamW ste
     CHECK(stored == emulated);
     CHECK(defaults == stored);
     if (recorded_machine) CHECK(stored == r.bits);
+  }
+}
+
+TEST_CASE("16-bit storage: the weight copies and the gradients take 2 bytes per element, half the fp32 buffers") {
+  for (Precision p : {Precision::bf16, Precision::fp16}) {
+    const TaskGraph graph = build_task_graph(tiny_bert(), run_recipe({p, 1.0, OptimizerKind::adamw, 1, 1}));
+    const Executor::ParameterBytes stored = make_executor(graph, Storage::cpu).allocated_parameter_bytes();
+    const Executor::ParameterBytes emulated = make_executor(graph, Storage::emulated).allocated_parameter_bytes();
+    // Expected from the graph: each weight copy at 2 bytes per element on a 64-byte boundary (the weight
+    // buffer's alignment), each gradient on a 16-element boundary (64 bytes of fp32, 32 of 16-bit: the
+    // gradient buffer keeps the fp32 element layout, executor.cpp), each master at 4 bytes per element.
+    size_t weights16 = 0, weights32 = 0, gradients16 = 0, masters = 0;
+    auto up = [](size_t x, size_t a) { return (x + a - 1) / a * a; };
+    for (const Parameter& q : graph.params) {
+      const auto n = static_cast<size_t>(q.elements);
+      REQUIRE(graph.tensor(q.weight).dtype == activation_dtype(p));
+      REQUIRE(graph.tensor(q.gradient).dtype == activation_dtype(p));
+      weights16 += up(2 * n, 64);
+      weights32 += up(4 * n, 64);
+      gradients16 += 2 * up(n, 16);
+      masters += up(4 * n, 64);
+    }
+    MESSAGE(std::string(to_string(p)) << ": weight copies " << stored.weights << " bytes (fp32 storage " << emulated.weights
+                                      << "), gradients " << stored.gradients << " (" << emulated.gradients << "), masters "
+                                      << stored.masters);
+    CHECK(stored.weights == weights16);
+    CHECK(emulated.weights == weights32);
+    CHECK(stored.gradients == gradients16);
+    CHECK(emulated.gradients == 2 * gradients16);  // exactly half: the same element layout at half the bytes
+    CHECK(stored.masters == masters);
+    CHECK(emulated.masters == masters);
+    // The memory plan the trainer checks counts what is allocated (16-bit weights and gradients at 2 bytes).
+    const MemoryPlan plan16 = plan_memory(storage_graph(graph, true)), plan32 = plan_memory(storage_graph(graph, false));
+    // (The plan sums element bytes without the buffers' alignment: exactly half.)
+    CHECK(2 * plan16.gradients_bytes == plan32.gradients_bytes);
+    CHECK(2 * plan16.weights_bytes == plan32.weights_bytes);
+    CHECK(plan16.master_weights_bytes == plan32.master_weights_bytes);
+  }
+}
+
+namespace {
+
+// Random 16-bit values (their fp32 widenings) spread over [2^-24, 2^15) in magnitude, both signs: fp16's
+// subnormals to large normals, so ×2^-16 sends about two fifths of them below fp16's smallest subnormal.
+std::vector<float> random_16bit_values(size_t n, DType dtype, uint64_t seed) {
+  std::vector<float> x(n);
+  uint64_t s = seed;
+  for (float& v : x) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    const double u = static_cast<double>(s >> 11) * 0x1.0p-53;  // [0, 1)
+    v = static_cast<float>(std::ldexp(1.0 + u, static_cast<int>((s >> 3) % 39) - 24)) * ((s & 1) ? -1.0f : 1.0f);
+  }
+  round_to_dtype(dtype, x);
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("scaled_sum_of_squares over 16-bit storage equals scale-then-sum_of_squares over fp32, bit for bit") {
+  // 100,003 elements: three whole 2^15-element chunks and a partial one whose length is not a multiple of the
+  // 16 lanes. Factors: 2^-16 (fp16's loss scale; exact, but many products fall below fp16's range: the
+  // reason the unscale is applied on read), 1/3 (rounded in the fp32 product), 1 (no multiply).
+  const size_t n = 100003;
+  for (DType dtype : {DType::f16, DType::bf16}) {
+    const std::vector<float> x = random_16bit_values(n, dtype, dtype == DType::f16 ? 1 : 2);
+    std::vector<uint16_t> bits(n);
+    narrow_16bit(bits.data(), x.data(), n, dtype);
+    for (int threads : {1, 3}) {
+      auto cpu = make_cpu_backend(ComputeType::f32, threads);
+      ptsim::test::ForwardingBackend defaults(*cpu);  // does not forward scaled_sum_of_squares: Backend's default
+      const DeviceBuffer b16 = cpu->allocate(2 * n), b32 = cpu->allocate(4 * n);
+      const DeviceSpan s16 = DeviceSpan::of(b16), s32 = DeviceSpan::of(b32);
+      cpu->copy_to_device(s16, bits.data());
+      for (double factor : {0x1.0p-16, 1.0 / 3.0, 1.0}) {
+        cpu->copy_to_device(s32, x.data());
+        cpu->scale(s32, factor);  // today's unscale: fp32 storage, × fp32(factor) in place
+        const double expected = cpu->sum_of_squares(s32);
+        const double on_read = cpu->scaled_sum_of_squares(s16, dtype, factor);
+        INFO(to_string(dtype) << ", factor " << factor << ", " << threads << " thread(s): expected " << expected
+                              << ", on read " << on_read);
+        CHECK(std::bit_cast<uint64_t>(on_read) == std::bit_cast<uint64_t>(expected));
+        CHECK(std::bit_cast<uint64_t>(defaults.scaled_sum_of_squares(s16, dtype, factor)) == std::bit_cast<uint64_t>(expected));
+        CHECK(std::bit_cast<uint64_t>(cpu->scaled_sum_of_squares(s32, DType::f32, 1.0)) == std::bit_cast<uint64_t>(expected));
+        if (dtype == DType::f16 && factor < 1e-4) {
+          // Storing the unscaled values as fp16 would flush the small ones to 0 and change the norm.
+          std::vector<float> stored(n);
+          cpu->copy_to_host(stored.data(), s32);
+          round_to_dtype(DType::f16, stored);
+          size_t flushed = 0;
+          for (size_t i = 0; i < n; ++i) flushed += stored[i] == 0.0f;
+          cpu->copy_to_device(s32, stored.data());
+          CHECK(flushed > n / 4);
+          CHECK(cpu->sum_of_squares(s32) != expected);
+        }
+      }
+      cpu->free(b16);
+      cpu->free(b32);
+    }
+  }
+}
+
+TEST_CASE("convert narrows as narrow_16bit and widens exactly, on the CPU backend and through Backend's default") {
+  const size_t n = 70001;  // two whole chunks and a partial one
+  for (DType dtype : {DType::f16, DType::bf16}) {
+    std::vector<float> x = random_16bit_values(n, DType::f32, 3);  // fp32 values, most not 16-bit
+    x[0] = 65520.0f;                                               // rounds to inf in fp16
+    x[1] = std::nanf("");
+    std::vector<uint16_t> expected(n);
+    narrow_16bit(expected.data(), x.data(), n, dtype);
+    auto cpu = make_cpu_backend(ComputeType::f32, 2);
+    ptsim::test::ForwardingBackend defaults(*cpu);
+    for (Backend* b : {cpu.get(), static_cast<Backend*>(&defaults)}) {
+      const DeviceBuffer b16 = b->allocate(2 * n), b32 = b->allocate(4 * n);
+      b->copy_to_device(DeviceSpan::of(b32), x.data());
+      b->convert(DeviceSpan::of(b16), dtype, DeviceSpan::of(b32), DType::f32);
+      std::vector<uint16_t> narrowed(n);
+      b->copy_to_host(narrowed.data(), DeviceSpan::of(b16));
+      CHECK(narrowed == expected);
+      b->fill_zero(DeviceSpan::of(b32));
+      b->convert(DeviceSpan::of(b32), DType::f32, DeviceSpan::of(b16), dtype);
+      std::vector<float> widened(n), reference(n);
+      b->copy_to_host(widened.data(), DeviceSpan::of(b32));
+      widen_16bit(reference.data(), expected.data(), n, dtype);
+      CHECK(std::memcmp(widened.data(), reference.data(), 4 * n) == 0);
+      CHECK_THROWS_AS(b->convert(DeviceSpan::of(b16).sub(0, 2 * n - 2), dtype, DeviceSpan::of(b32), DType::f32),
+                      std::invalid_argument);
+      b->free(b16);
+      b->free(b32);
+    }
+  }
+}
+
+namespace {
+
+// A 2-rank stand-in for MPI whose other rank holds 0.75·x: the sum x + fp32(0.75·x) rounds in fp32 (so the
+// staging's fp32 sum and the narrowing after it matter). Blocking sums at once; started ones in wait().
+class ThreeQuartersTwin final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  void all_reduce_sum(std::span<float> data) override {
+    for (float& v : data) v += v * 0.75f;
+  }
+  void all_reduce_sum(std::span<double> data) override {
+    for (double& v : data) v += v * 0.75;
+  }
+  using Communicator::all_reduce_sum;
+  CommRequest start_all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType, Stream) override {
+    pending_.push_back({&backend, data});
+    return CommRequest{static_cast<int32_t>(pending_.size() - 1)};
+  }
+  void wait(CommRequest request) override {
+    auto [backend, span] = pending_.at(static_cast<size_t>(request.id));
+    std::vector<float> v(span.bytes / sizeof(float));
+    backend->copy_to_host(v.data(), span);
+    all_reduce_sum(std::span<float>(v));
+    backend->copy_to_device(span, v.data());
+  }
+  void barrier() override {}
+
+ private:
+  std::vector<std::pair<Backend*, DeviceSpan>> pending_;
+};
+
+// Two LAMB steps of two micro-steps, data parallel over the twin (several buckets), overlapped or in the tail.
+RunBits train_data_parallel(Precision p, double scale, bool overlap, Storage storage) {
+  Recipe r = run_recipe({p, scale, OptimizerKind::lamb, 2, 2});
+  r.data_parallel = 2;
+  r.bucket_bytes = 4096;
+  const TaskGraph graph = build_task_graph(tiny_bert(), r);
+  ExecutorOptions o;
+  o.time_ops = false;
+  o.threads = 1;
+  o.overlap_comm = overlap;
+  Executor ex = storage == Storage::cpu ? Executor(graph, o) : Executor(graph, o, std::make_unique<CpuBehind>(true));
+  ex.init_parameters(7);
+  auto opt = make_optimizer(ex.backend(), default_optimizer_config(OptimizerKind::lamb), ex.param_slots());
+  ThreeQuartersTwin comm;
+  RunBits bits;
+  uint64_t seed = 11;
+  for (int step = 0; step < 2; ++step) {
+    for (int64_t micro = 0; micro < 2; ++micro) {
+      fill_inputs(ex, seed++, scale / 2);
+      bits.losses.push_back(std::bit_cast<uint32_t>(static_cast<float>(ex.run_micro_step(step, micro, &comm))));
+    }
+    ex.run_step_tail(&comm, opt.get(), 1e-3, scale);
+    REQUIRE_FALSE(ex.last_step_skipped());
+    if (step == 1) {
+      bits.gradients = kFnvBasis;  // as the tail read them: reduced, averaged, unscaled
+      for (size_t i = 0; i < graph.params.size(); ++i) bits.gradients = fnv1a_bytes(bits.gradients, ex.read_gradient(i));
+    }
+  }
+  bits.masters = bits.weights = kFnvBasis;
+  for (size_t i = 0; i < graph.params.size(); ++i) {
+    bits.masters = fnv1a_bytes(bits.masters, ex.read_parameter(i));
+    bits.weights = fnv1a_bytes(bits.weights, ex.read_tensor<float>(graph.params[i].weight));
+  }
+  return bits;
+}
+
+}  // namespace
+
+TEST_CASE("16-bit gradient buckets all-reduced through fp32 staging give the fp32-storage bits, overlapped and in the tail") {
+  for (Precision p : {Precision::bf16, Precision::fp16}) {
+    const double scale = p == Precision::fp16 ? 65536.0 : 1.0;
+    for (bool overlap : {true, false}) {
+      const RunBits stored = train_data_parallel(p, scale, overlap, Storage::cpu);
+      const RunBits emulated = train_data_parallel(p, scale, overlap, Storage::emulated);
+      INFO(std::string(to_string(p)) << (overlap ? " overlapped" : " in the tail") << ": 16-bit storage " << describe(stored)
+                                     << "; emulation " << describe(emulated));
+      CHECK(stored == emulated);
+    }
   }
 }
