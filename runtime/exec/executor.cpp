@@ -613,7 +613,13 @@ struct Executor::Impl {
   // even): the values the fp32 storage of 16-bit gradients gave (fp32 sum, × fp32(1/N), round_to_dtype).
   // Pieces: the bucket's one span when its gradients are back to back, else one per tensor, packed.
   using Pieces = std::vector<std::pair<int, DeviceSpan>>;  // (a tensor of the piece's dtype, its 16-bit span)
-  bool bucket_is_16bit(const Op& op) const { return is_16bit_float(stored.tensor(op.inputs.front()).dtype); }
+  bool bucket_is_16bit(const Op& op) const {
+    const DType first = stored.tensor(op.inputs.front()).dtype;
+    for (int id : op.inputs)
+      if (stored.tensor(id).dtype != first)
+        throw std::logic_error(fmt::format("op {}: a bucket mixes gradient dtypes (the builder gives one per graph)", op.name));
+    return is_16bit_float(first);
+  }
   void all_reduce_16bit(const Op& op, Communicator& comm, const std::optional<DeviceSpan>& whole) {
     Pieces pieces;
     if (whole) pieces.emplace_back(op.inputs.front(), *whole);
