@@ -1,7 +1,7 @@
 // runtime/exec/backend.hpp — the device seam: everything the executor asks of a device. A Backend owns
 // memory (allocate/free buffers, copies host↔device and device↔device, zero-fill), streams and events
 // (queue order, cross-stream waits, op timing), the compute ops (one virtual run() per TaskGraph op) and
-// the few vector operations of the step tail (16-bit rounding, scaling, sums of squares). The executor
+// the few vector operations of the step tail (16-bit rounding and conversion, scaling, sums of squares). The executor
 // asks it for every buffer and never dereferences tensor storage; values cross the seam only through
 // copy_to_device / copy_to_host. Implementations: the CPU backend (cpu_device.* + cpu_backend.*, float or
 // double); a CUDA backend implements the same interface on device memory. What a new backend must
@@ -28,12 +28,18 @@ struct OpContext {
   int64_t micro_step = 0;  // micro-step within the optimizer step
 };
 
-// One parameter tensor of an optimizer step: n fp32 elements in each span (bytes = 4·n).
+// One parameter tensor of an optimizer step: n fp32 elements in the weight and state spans (bytes = 4·n);
+// the gradient's n elements are stored as `grad_dtype` (f32: 4·n bytes; f16/bf16: 2·n bytes, 16-bit storage).
+// The gradient the update uses is fp32(widen(grad[i]) · fp32(StepInputs::grad_factor)): the unscale is
+// applied on read, so a 16-bit gradient buffer never holds an unscaled value (one that fp16 could not hold).
+// The dtype is here because it belongs to the storage (the same every step, like the spans); the factor is a
+// StepInputs field because it changes from step to step (dynamic loss scaling), like lr.
 struct OptimizerTensor {
   DeviceSpan weight;    // the (master) weights, updated in place
-  DeviceSpan grad;      // the final gradient (unscaled, averaged over ranks), read only
+  DeviceSpan grad;      // the gradient (averaged over ranks; scaled by the loss scale unless grad_factor = 1), read only
   DeviceSpan state[2];  // m and v (AdamW, LAMB, LANS); the momentum (SGD: state[0], state[1] unused)
   bool decay = true;    // false: λ = 0 for this tensor
+  models::DType grad_dtype = models::DType::f32;  // f32, f16 or bf16
 };
 
 class Backend {
@@ -94,6 +100,19 @@ class Backend {
   // Σ x² accumulated in double, in a fixed order (fixed-size chunks, partial sums added in chunk order),
   // so the result does not depend on threads or scheduling; returned through one small copy.
   virtual double sum_of_squares(const DeviceSpan& span) = 0;
+  // Σ (x·factor)² over the span's elements x of `dtype` (f32; or f16/bf16 widened, exact), x·factor computed
+  // in fp32 (factor rounded to fp32 once), squared and summed in double in sum_of_squares's chunk and lane
+  // order: the same double as scale(span, factor) then sum_of_squares on the fp32 values, without writing
+  // anything (the global norm of 16-bit gradients with the loss-scale unscale applied on read). f32 compute
+  // only. This default copies the span to the host and sums there (correct on any backend, slow); with
+  // dtype f32 and factor 1 it is sum_of_squares(span).
+  virtual double scaled_sum_of_squares(const DeviceSpan& span, models::DType dtype, double factor);
+  // dst ← src converted element by element on the compute stream: f32 → f16/bf16 rounds to nearest even
+  // (precision.hpp's narrow_16bit: fp16 overflow → ±inf, NaN stays NaN), f16/bf16 → f32 widens (exact),
+  // equal dtypes copy. Both spans hold the same element count and do not overlap. f32 compute only. Used for
+  // the 16-bit weight copies (master → copy) and the 16-bit gradient buckets' fp32 all-reduce staging. This
+  // default goes through host copies (copy_to_host, convert, copy_to_device).
+  virtual void convert(const DeviceSpan& dst, models::DType dst_dtype, const DeviceSpan& src, models::DType src_dtype);
 
   // ---- optimizer (multi-tensor passes over fp32 buffers; contract: docs/executor.md, "The device seam") ----
   // One update step of `hyper.rule` on `tensors`, with this step's learning rate, 1-based step t and clip
@@ -107,6 +126,11 @@ class Backend {
   // one kernel per pass (the CPU backend runs the reference in place).
   virtual void optimizer_step(const optim_math::Hyperparameters& hyper, const optim_math::StepInputs& in,
                               std::span<const OptimizerTensor> tensors);
+  // Whether this backend's optimizer_step override reads 16-bit gradients (OptimizerTensor::grad_dtype) and
+  // applies StepInputs::grad_factor. When false, the Optimizer runs a step that needs either through
+  // Backend::optimizer_step, the default above (host copies), so an override written for fp32 gradients
+  // (the CUDA backend's kernels) is never given what it cannot read. The default itself handles both.
+  virtual bool optimizer_reads_16bit_gradients() const { return false; }
 };
 
 // The reference backend: every op as a plain loop (OpenBLAS/Eigen for GEMMs) in float or double, on host

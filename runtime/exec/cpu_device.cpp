@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "runtime/exec/cpu_16bit_vectors.hpp"
 #include "runtime/exec/cpu_parallel.hpp"
 #include "runtime/exec/cpu_vector_kernels.hpp"
 #ifdef PTSIM_HAVE_CUDA
@@ -158,6 +159,23 @@ double CpuDevice::sum_of_squares(const DeviceSpan& span) {
   if (compute_ == ComputeType::f64)
     return sum_of_squares_chunks(reinterpret_cast<const double*>(checked(span)), span.bytes / sizeof(double), threads_);
   return sum_of_squares_chunks(reinterpret_cast<const float*>(checked(span)), span.bytes / sizeof(float), threads_);
+}
+
+double CpuDevice::scaled_sum_of_squares(const DeviceSpan& span, models::DType dtype, double factor) {
+  if (dtype == models::DType::f32 && static_cast<float>(factor) == 1.0f) return sum_of_squares(span);
+  if (compute_ != ComputeType::f32) throw std::logic_error("cpu backend: scaled_sum_of_squares needs f32 compute");
+  if (span.bytes == 0) return 0.0;
+  return scaled_sum_of_squares_host(checked(span), span.bytes / tail_element_bytes(dtype), dtype,
+                                    static_cast<float>(factor), threads_);
+}
+
+void CpuDevice::convert(const DeviceSpan& dst, models::DType dst_dtype, const DeviceSpan& src, models::DType src_dtype) {
+  if (compute_ != ComputeType::f32) throw std::logic_error("cpu backend: convert needs f32 compute");
+  const size_t n = src.bytes / tail_element_bytes(src_dtype);
+  if (dst.bytes != n * tail_element_bytes(dst_dtype))
+    throw std::invalid_argument("cpu backend: convert between spans of different element counts");
+  if (n == 0) return;
+  convert_host(checked(dst), dst_dtype, checked(src), src_dtype, n, threads_);
 }
 
 }  // namespace cpu

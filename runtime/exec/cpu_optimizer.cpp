@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/exec/backend.hpp"
+#include "runtime/exec/cpu_16bit_vectors.hpp"
 #include "runtime/exec/cpu_device.hpp"
 #include "runtime/exec/cpu_parallel.hpp"  // defines: for_each_chunk, kChunkElements
 #include "runtime/exec/cpu_vector_kernels.hpp"
@@ -32,23 +33,37 @@ std::vector<OptimizerPlanTensor> plan_inputs(std::span<const HostOptimizerTensor
   return inputs;
 }
 
+// The fp32 gradients of one chunk of t (elements [begin, begin + n)): fp32_chunk into this thread's scratch.
+const float* chunk_gradients(const HostOptimizerTensor& t, float factor, size_t begin, size_t n) {
+  thread_local std::vector<float> scratch;
+  scratch.resize(kChunkElements);
+  return fp32_chunk(t.grad, t.grad_dtype, factor, begin, n, scratch.data());
+}
+
 // The passes over one tensor list, walking its work list (optimizer_plan.hpp: every tensor cut into
 // kChunkElements pieces from its first element; boundaries depend only on the sizes, so per-tensor sums over
-// it are independent of threads): `apply` runs element(tensor, e) on every element; `sums<K>` also has it
-// return K values whose squares are summed per chunk (in double, element order) and then per tensor in
-// chunk order.
+// it are independent of threads): `apply` runs element(tensor, e, g) on every element, g its fp32 gradient
+// (chunk_gradients); `sums<K>` also has it return K values whose squares are summed per chunk (in double,
+// element order) and then per tensor in chunk order.
 class Passes {
  public:
-  Passes(std::span<const HostOptimizerTensor> tensors, int threads)
-      : tensors_(tensors), plan_(plan_optimizer_step(plan_inputs(tensors), kChunkElements)), threads_(threads) {}
+  Passes(std::span<const HostOptimizerTensor> tensors, int threads, float grad_factor)
+      : tensors_(tensors), plan_(plan_optimizer_step(plan_inputs(tensors), kChunkElements)), threads_(threads),
+        grad_factor_(grad_factor) {}
 
   template <class Element>
   void apply(Element&& element) const {
     for_each_chunk(plan_.chunks.size(), threads_, [&](size_t k) {
       const OptimizerChunk& ch = plan_.chunks[k];
       const HostOptimizerTensor& t = tensors_[static_cast<size_t>(ch.tensor)];
-      for (auto e = static_cast<size_t>(ch.begin); e < static_cast<size_t>(ch.end); ++e) element(t, e);
+      const auto b = static_cast<size_t>(ch.begin), end = static_cast<size_t>(ch.end);
+      const float* g = grads(t, ch);
+      for (size_t e = b; e < end; ++e) element(t, e, g[e - b]);
     });
+  }
+  // The fp32 gradients of chunk ch of t, g[0] being element ch.begin's.
+  const float* grads(const HostOptimizerTensor& t, const OptimizerChunk& ch) const {
+    return chunk_gradients(t, grad_factor_, static_cast<size_t>(ch.begin), static_cast<size_t>(ch.end - ch.begin));
   }
 
   // Per tensor: Σ over its elements of value², for each of the K values element(tensor, e) returns: per
@@ -58,8 +73,9 @@ class Passes {
   std::vector<std::array<double, K>> sums(Element&& element) const {
     return chunk_sums<K>([&](const HostOptimizerTensor& t, const OptimizerChunk& ch) {
       std::array<std::array<double, math::kSumLanes>, K> lanes{};
+      const float* g = grads(t, ch);
       for (auto e = static_cast<size_t>(ch.begin); e < static_cast<size_t>(ch.end); ++e) {
-        const std::array<float, K> x = element(t, e);
+        const std::array<float, K> x = element(t, e, g[e - static_cast<size_t>(ch.begin)]);
         const size_t lane = (e - static_cast<size_t>(ch.begin)) % math::kSumLanes;
         for (size_t j = 0; j < K; ++j) lanes[j][lane] += static_cast<double>(x[j]) * x[j];
       }
@@ -95,6 +111,7 @@ class Passes {
   std::span<const HostOptimizerTensor> tensors_;
   OptimizerPlan plan_;
   int threads_;
+  float grad_factor_;
 };
 
 // Index of a tensor inside the list (the element callbacks get a reference into it).
@@ -104,15 +121,16 @@ size_t index_of(std::span<const HostOptimizerTensor> tensors, const HostOptimize
 
 // The element update through cpu_vector_kernels.hpp's ISA variants (same bits as adamw_element one by one).
 void adamw(const Hyperparameters& h, const StepInputs& in, std::span<const HostOptimizerTensor> tensors,
-           const OptimizerPlan& plan, int threads) {
+           const Passes& passes) {
+  const OptimizerPlan& plan = passes.plan();
   const AdamStep decay = optim_math::adam_step(h, in.t, true), no_decay = optim_math::adam_step(h, in.t, false);
   const float lr = static_cast<float>(in.lr), clip = static_cast<float>(in.clip_divisor);
   const CpuIsa isa = detected_cpu_isa();
-  for_each_chunk(plan.chunks.size(), threads, [&](size_t k) {
+  for_each_chunk(plan.chunks.size(), passes.threads(), [&](size_t k) {
     const OptimizerChunk& ch = plan.chunks[k];
     const HostOptimizerTensor& t = tensors[static_cast<size_t>(ch.tensor)];
     const auto b = static_cast<size_t>(ch.begin);
-    adamw_range(isa, t.weight + b, t.grad + b, t.state[0] + b, t.state[1] + b, static_cast<size_t>(ch.end - ch.begin),
+    adamw_range(isa, t.weight + b, passes.grads(t, ch), t.state[0] + b, t.state[1] + b, static_cast<size_t>(ch.end - ch.begin),
                 t.decay ? decay : no_decay, lr, clip);
   });
 }
@@ -120,8 +138,8 @@ void adamw(const Hyperparameters& h, const StepInputs& in, std::span<const HostO
 void sgd(const Hyperparameters& h, const StepInputs& in, const Passes& passes) {
   const float mu = static_cast<float>(h.momentum), lambda = static_cast<float>(h.weight_decay);
   const float lr = static_cast<float>(in.lr), clip = static_cast<float>(in.clip_divisor);
-  passes.apply([&](const HostOptimizerTensor& t, size_t e) {
-    optim_math::sgd_element(t.weight[e], t.grad[e], t.state[0][e], mu, t.decay ? lambda : 0.0f, lr, clip);
+  passes.apply([&](const HostOptimizerTensor& t, size_t e, float g) {
+    optim_math::sgd_element(t.weight[e], g, t.state[0][e], mu, t.decay ? lambda : 0.0f, lr, clip);
   });
 }
 
@@ -135,7 +153,7 @@ void lamb(const Hyperparameters& h, const StepInputs& in, std::span<const HostOp
   const CpuIsa isa = detected_cpu_isa();
   const auto sq = passes.chunk_sums<2>([&](const HostOptimizerTensor& t, const OptimizerChunk& ch) {
     const auto b = static_cast<size_t>(ch.begin);
-    return lamb_moments_chunk(isa, t.weight + b, t.grad + b, t.state[0] + b, t.state[1] + b,
+    return lamb_moments_chunk(isa, t.weight + b, passes.grads(t, ch), t.state[0] + b, t.state[1] + b,
                               static_cast<size_t>(ch.end - ch.begin), t.decay ? decay : no_decay, clip);
   });
   std::vector<float> step(passes.size());
@@ -159,13 +177,13 @@ void lans(const Hyperparameters& h, const StepInputs& in, std::span<const HostOp
           const Passes& passes) {
   const AdamStep decay = optim_math::adam_step(h, in.t, true), no_decay = optim_math::adam_step(h, in.t, false);
   const auto gw = passes.sums<2>(
-      [](const HostOptimizerTensor& t, size_t e) { return std::array<float, 2>{t.grad[e], t.weight[e]}; });
+      [](const HostOptimizerTensor& t, size_t e, float g) { return std::array<float, 2>{g, t.weight[e]}; });
   std::vector<float> inv_g_norm(passes.size());
   for (size_t i = 0; i < inv_g_norm.size(); ++i)
     inv_g_norm[i] = gw[i][0] > 0.0 ? static_cast<float>(1.0 / std::sqrt(gw[i][0])) : 0.0f;
-  const auto rc = passes.sums<2>([&](const HostOptimizerTensor& t, size_t e) {
+  const auto rc = passes.sums<2>([&](const HostOptimizerTensor& t, size_t e, float g) {
     std::array<float, 2> u{};
-    optim_math::lans_moments_and_directions(t.weight[e], t.grad[e], inv_g_norm[index_of(tensors, t)], t.state[0][e],
+    optim_math::lans_moments_and_directions(t.weight[e], g, inv_g_norm[index_of(tensors, t)], t.state[0][e],
                                             t.state[1][e], t.decay ? decay : no_decay, u[0], u[1]);
     return u;
   });
@@ -175,9 +193,9 @@ void lans(const Hyperparameters& h, const StepInputs& in, std::span<const HostOp
     step_r[i] = static_cast<float>(in.lr * h.beta1 * optim_math::trust_ratio(w_norm, std::sqrt(rc[i][0])));
     step_c[i] = static_cast<float>(in.lr * (1.0 - h.beta1) * optim_math::trust_ratio(w_norm, std::sqrt(rc[i][1])));
   }
-  passes.apply([&](const HostOptimizerTensor& t, size_t e) {
+  passes.apply([&](const HostOptimizerTensor& t, size_t e, float g) {
     const size_t i = index_of(tensors, t);
-    optim_math::lans_apply(t.weight[e], t.grad[e], inv_g_norm[i], t.state[0][e], t.state[1][e],
+    optim_math::lans_apply(t.weight[e], g, inv_g_norm[i], t.state[0][e], t.state[1][e],
                            t.decay ? decay : no_decay, step_r[i], step_c[i]);
   });
 }
@@ -186,9 +204,9 @@ void lans(const Hyperparameters& h, const StepInputs& in, std::span<const HostOp
 
 void optimizer_step(const Hyperparameters& hyper, const StepInputs& in, std::span<const HostOptimizerTensor> tensors,
                     int threads) {
-  const Passes passes(tensors, threads);
+  const Passes passes(tensors, threads, static_cast<float>(in.grad_factor));
   switch (hyper.rule) {
-    case optim_math::Rule::adamw: return adamw(hyper, in, tensors, passes.plan(), passes.threads());
+    case optim_math::Rule::adamw: return adamw(hyper, in, tensors, passes);
     case optim_math::Rule::lamb: return lamb(hyper, in, tensors, passes);
     case optim_math::Rule::lans: return lans(hyper, in, tensors, passes);
     case optim_math::Rule::sgd: return sgd(hyper, in, passes);
@@ -203,9 +221,11 @@ void optimizer_step(const Hyperparameters& hyper, const StepInputs& in, std::spa
 void Backend::optimizer_step(const optim_math::Hyperparameters& hyper, const optim_math::StepInputs& in,
                              std::span<const OptimizerTensor> tensors) {
   const int states = optimizer_state_arrays(hyper.rule);
-  std::vector<std::vector<float>> host;  // per tensor: weight, grad, state 0, state 1
+  std::vector<std::vector<float>> host;  // per tensor: weight, state 0, state 1
+  std::vector<std::vector<char>> grads;  // per tensor: the gradient's bytes
   std::vector<cpu::HostOptimizerTensor> list;
-  host.reserve(tensors.size() * 4);
+  host.reserve(tensors.size() * 3);
+  grads.reserve(tensors.size());
   for (const OptimizerTensor& t : tensors) {
     check_optimizer_tensor(t, states);
     const size_t n = t.weight.bytes / sizeof(float);
@@ -218,7 +238,10 @@ void Backend::optimizer_step(const optim_math::Hyperparameters& hyper, const opt
       return host.back().data();
     };
     h.weight = fetch(t.weight);
-    h.grad = fetch(t.grad);
+    h.grad_dtype = t.grad_dtype;
+    grads.emplace_back(t.grad.bytes);  // as stored (f32 or 16-bit), widened chunk by chunk by the passes
+    copy_to_host(grads.back().data(), t.grad);
+    h.grad = grads.back().data();
     for (int k = 0; k < states; ++k) h.state[k] = fetch(t.state[k]);
     list.push_back(h);
   }
@@ -241,7 +264,8 @@ void cpu::CpuDevice::optimizer_step(const optim_math::Hyperparameters& hyper, co
     h.n = t.weight.bytes / sizeof(float);
     h.decay = t.decay;
     h.weight = static_cast<float*>(kernel_address(t.weight));
-    h.grad = static_cast<const float*>(kernel_address(t.grad));
+    h.grad = kernel_address(t.grad);
+    h.grad_dtype = t.grad_dtype;
     for (int k = 0; k < states; ++k) h.state[k] = static_cast<float*>(kernel_address(t.state[k]));
     list.push_back(h);
   }

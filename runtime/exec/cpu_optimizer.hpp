@@ -10,14 +10,17 @@
 #include <cstddef>
 #include <span>
 
+#include "models/task_graph.hpp"  // defines: DType
 #include "runtime/optim/optimizer_math.hpp"  // defines: Hyperparameters, StepInputs
 
 namespace ptsim::runtime::cpu {
 
-// One tensor of the step: n elements at each pointer (state[1] unused, may be null, for SGD).
+// One tensor of the step: n elements at each pointer (state[1] unused, may be null, for SGD); the gradient's
+// as grad_dtype (f32, f16, bf16), read as fp32(widen(g)·fp32(StepInputs::grad_factor)) chunk by chunk.
 struct HostOptimizerTensor {
   float* weight = nullptr;
-  const float* grad = nullptr;
+  const void* grad = nullptr;
+  models::DType grad_dtype = models::DType::f32;
   float* state[2] = {nullptr, nullptr};
   size_t n = 0;
   bool decay = true;

@@ -43,6 +43,8 @@ using models::TensorRole;
 
 constexpr size_t kBufferAlignment = 64;  // tensors start on a cache line inside the flat buffers
 size_t round_up(size_t bytes) { return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; }
+// Gradients are aligned in elements (Impl::round_up_gradient): 16, 64 bytes of fp32.
+constexpr int64_t kGradientAlignElements = kBufferAlignment / sizeof(float);
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::f64; }
 
@@ -57,10 +59,24 @@ double uniform_open(uint64_t bits) { return (static_cast<double>(bits >> 11) + 0
 models::TaskGraph storage_graph(const models::TaskGraph& graph, bool stores_16bit) {
   models::TaskGraph g = graph;
   for (models::Tensor& t : g.tensors) {
-    const bool kept = stores_16bit && (t.role == TensorRole::activation || t.role == TensorRole::workspace);
+    const bool kept = stores_16bit && (t.role == TensorRole::activation || t.role == TensorRole::workspace ||
+                                       t.role == TensorRole::weight || t.role == TensorRole::gradient);
     if (is_16bit_float(t.dtype) && !kept) t.dtype = DType::f32;
   }
   return g;
+}
+
+double all_reduce_staging_bytes(const models::TaskGraph& stored, bool overlap_comm) {
+  double sum = 0, largest = 0;
+  for (const Op& op : stored.ops) {
+    if (op.kind != OpKind::all_reduce || op.inputs.empty() || !is_16bit_float(stored.tensor(op.inputs.front()).dtype))
+      continue;
+    double bytes = 0;  // the bucket's fp32 elements, the alignment padding between its tensors included
+    for (int id : op.inputs) bytes += static_cast<double>((stored.tensor(id).elements() + kGradientAlignElements - 1) / kGradientAlignElements * kGradientAlignElements) * sizeof(float);
+    sum += bytes;
+    largest = std::max(largest, bytes);
+  }
+  return overlap_comm ? sum : largest;
 }
 
 namespace {
@@ -76,6 +92,12 @@ struct Executor::Impl {
   size_t scalar_bytes = 4;     // storage of one float-like element
   int64_t offset_scale = 1;    // arena offsets × this (2 for f64)
   DeviceBuffer arena, weights, gradients, inputs, masters, scalars, staging;
+  // 16-bit gradient buckets are all-reduced through fp32 staging (all_reduce_staging_bytes): one buffer per
+  // bucket started from backward (bucket_staging[op id]), one shared by the buckets reduced in the tail.
+  std::vector<DeviceBuffer> bucket_staging;
+  DeviceBuffer tail_staging;
+  bool gradients_16bit = false;  // the parameter gradients are stored as 16 bits (storage_graph)
+  double grad_factor = 1.0;      // this tail's unscale, applied on read when gradients_16bit (1/loss scale)
   std::vector<DeviceSpan> storage;  // per tensor id; invalid when the executor holds none (optimizer state)
   // Per op: the outputs whose graph dtype is f16/bf16 but which are stored as fp32, rounded after the op runs
   // (mixed precision on a backend that does not store them as 16 bits).
@@ -161,7 +183,9 @@ struct Executor::Impl {
       static_cast<void>(backend.release());
       return;
     }
-    for (DeviceBuffer b : {arena, weights, gradients, inputs, masters, scalars, staging})
+    for (DeviceBuffer b : {arena, weights, gradients, inputs, masters, scalars, staging, tail_staging})
+      if (b.valid()) backend->free(b);
+    for (DeviceBuffer b : bucket_staging)
       if (b.valid()) backend->free(b);
   }
 
@@ -206,6 +230,13 @@ struct Executor::Impl {
     const models::Tensor& t = stored.tensor(tensor_id);
     return static_cast<size_t>(t.elements()) * element_bytes(t.dtype);
   }
+  // Gradients start every kGradientAlignElements elements of their stored dtype (64 bytes in fp32, 32 in 16
+  // bits), so a 16-bit gradient buffer has the fp32 buffer's element layout: the global norm's fixed chunks
+  // and lanes (math/lane_sums.hpp) then hold the same elements either way, and give the same double.
+  size_t round_up_gradient(int tensor_id, size_t bytes) const {
+    const size_t a = static_cast<size_t>(kGradientAlignElements) * element_bytes(stored.tensor(tensor_id).dtype);
+    return (bytes + a - 1) / a * a;
+  }
 
   void allocate() {
     const size_t n = graph.tensors.size();
@@ -216,7 +247,7 @@ struct Executor::Impl {
     for (const auto& t : graph.tensors) {
       if (t.role == TensorRole::weight) weight_bytes += round_up(storage_bytes(t.id));
       if (t.role == TensorRole::master_weight) master_bytes += round_up(storage_bytes(t.id));
-      if (t.role == TensorRole::gradient) grad_bytes += round_up(storage_bytes(t.id));
+      if (t.role == TensorRole::gradient) grad_bytes += round_up_gradient(t.id, storage_bytes(t.id));
       if (t.role == TensorRole::input) input_bytes += round_up(storage_bytes(t.id));
     }
     weights = backend->allocate(weight_bytes);
@@ -253,7 +284,13 @@ struct Executor::Impl {
         default: break;  // optimizer state (owned by the Optimizer)
       }
     }
-    for (int id : gradient_order()) storage[static_cast<size_t>(id)] = place(gradients, g, storage_bytes(id));
+    for (int id : gradient_order()) {
+      storage[static_cast<size_t>(id)] = DeviceSpan{gradients, g, storage_bytes(id)};
+      g += round_up_gradient(id, storage_bytes(id));
+    }
+    for (const models::Parameter& p : graph.params)
+      if (is_16bit_float(stored.tensor(p.gradient).dtype)) gradients_16bit = true;
+    bucket_staging.assign(graph.ops.size(), DeviceBuffer{});
     allocate_scalars();
     op_inputs.resize(graph.ops.size());
     op_outputs.resize(graph.ops.size());
@@ -357,15 +394,22 @@ struct Executor::Impl {
 
   // The spans of `ids` as one span when they lie back to back in one buffer (allowing the alignment padding
   // between them, which holds zeros), in any listed order; nullopt otherwise.
+  // The tensors must share one stored dtype (so the span is one array of it); gradients use their alignment
+  // (round_up_gradient), other tensors the buffers' 64 bytes.
   std::optional<DeviceSpan> contiguous(const std::vector<int>& ids) const {
     if (ids.empty()) return std::nullopt;
-    std::vector<DeviceSpan> spans;
-    for (int id : ids) spans.push_back(span_of(id));
-    std::sort(spans.begin(), spans.end(), [](const DeviceSpan& a, const DeviceSpan& b) { return a.offset < b.offset; });
-    for (size_t k = 0; k + 1 < spans.size(); ++k)
-      if (spans[k].buffer.id != spans[k + 1].buffer.id || round_up(spans[k].offset + spans[k].bytes) != spans[k + 1].offset)
+    std::vector<int> sorted = ids;
+    std::sort(sorted.begin(), sorted.end(), [&](int a, int b) { return span_of(a).offset < span_of(b).offset; });
+    for (size_t k = 0; k + 1 < sorted.size(); ++k) {
+      const DeviceSpan &a = span_of(sorted[k]), &b = span_of(sorted[k + 1]);
+      const bool gradient = graph.tensor(sorted[k]).role == TensorRole::gradient;
+      const size_t end = gradient ? a.offset + round_up_gradient(sorted[k], a.bytes) : round_up(a.offset + a.bytes);
+      if (a.buffer.id != b.buffer.id || end != b.offset ||
+          stored.tensor(sorted[k]).dtype != stored.tensor(sorted[k + 1]).dtype)
         return std::nullopt;
-    return DeviceSpan{spans.front().buffer, spans.front().offset, spans.back().offset + spans.back().bytes - spans.front().offset};
+    }
+    const DeviceSpan &first = span_of(sorted.front()), &last = span_of(sorted.back());
+    return DeviceSpan{first.buffer, first.offset, last.offset + last.bytes - first.offset};
   }
   std::vector<int> parameter_gradients() const {
     std::vector<int> ids;
@@ -457,10 +501,13 @@ struct Executor::Impl {
   }
 
   // Starts bucket `op`'s sum on the communication stream, after the compute stream's work so far.
+  // A 16-bit bucket is widened into its own fp32 staging first (every bucket in flight needs its own).
   void start_bucket(const Op& op, Communicator& comm) {
+    const DeviceSpan whole = *contiguous(op.inputs);
+    const DeviceSpan reduced = bucket_is_16bit(op) ? widen_bucket(op, {{op.inputs.front(), whole}}, true) : whole;
     backend->record(bucket_ready, compute_stream);
     backend->wait(comm_stream, bucket_ready);
-    in_flight[static_cast<size_t>(op.id)] = comm.start_all_reduce_sum(*backend, *contiguous(op.inputs), options.compute, comm_stream);
+    in_flight[static_cast<size_t>(op.id)] = comm.start_all_reduce_sum(*backend, reduced, options.compute, comm_stream);
     in_flight_comm = &comm;
     ++in_flight_count;
   }
@@ -477,7 +524,9 @@ struct Executor::Impl {
   // Megatron copy into the model after each step). No-op under fp32 (the weight is its own master).
   void refresh_weight_copy(const models::Parameter& p) {
     if (p.master < 0) return;
-    backend->copy(span_of(p.weight), span_of(p.master));
+    const DType stored_as = stored.tensor(p.weight).dtype;
+    if (is_16bit_float(stored_as)) return backend->convert(span_of(p.weight), stored_as, span_of(p.master), DType::f32);
+    backend->copy(span_of(p.weight), span_of(p.master));  // fp32 storage of a 16-bit value: copy, then round
     backend->round_to_dtype(span_of(p.weight), graph.tensor(p.weight).dtype);
   }
   void refresh_weight_copies() {
@@ -490,18 +539,28 @@ struct Executor::Impl {
     for (int id : ids) backend->scale(span_of(id), factor);
   }
   // Σ x² over the tensors `ids` (one pass over the flat range when they are back to back).
+  // 16-bit gradients: of the values × grad_factor (the unscale on read), the same double as unscaling fp32
+  // storage in place and summing it (Backend::scaled_sum_of_squares).
   double sum_of_squares(const std::vector<int>& ids) {
-    if (auto whole = contiguous(ids)) return backend->sum_of_squares(*whole);
+    const double factor = gradients_16bit ? grad_factor : 1.0;
+    auto one = [&](int id, const DeviceSpan& span) {
+      return backend->scaled_sum_of_squares(span, stored.tensor(id).dtype, factor);
+    };
+    if (auto whole = contiguous(ids)) return one(ids.front(), *whole);
     double sum = 0;
-    for (int id : ids) sum += backend->sum_of_squares(span_of(id));
+    for (int id : ids) sum += one(id, span_of(id));
     return sum;
   }
 
   // Gradients ÷ loss scale, in fp32 (Apex's fp32 master gradients; torch GradScaler.unscale_): the values
   // clipping, the norm and the optimizer see. Skipped when the scale is 1.
+  // 16-bit gradients are not rewritten: the factor 1/loss scale is applied where they are read (the norm, the
+  // optimizer: StepInputs::grad_factor), giving the same fp32 values without storing any unscaled value.
   void unscale_gradients(double loss_scale) {
+    grad_factor = 1.0;
     if (loss_scale == 1.0) return;
-    scale_tensors(parameter_gradients(), 1.0 / loss_scale);
+    if (gradients_16bit) grad_factor = 1.0 / loss_scale;
+    else scale_tensors(parameter_gradients(), 1.0 / loss_scale);
   }
 
   // One collective per bucket, on the communication stream after the compute stream's work: in place when
@@ -516,10 +575,12 @@ struct Executor::Impl {
       --in_flight_count;
       backend->record(bucket_reduced, comm_stream);
       backend->wait(compute_stream, bucket_reduced);
-      average(op, comm);
+      if (bucket_is_16bit(op)) narrow_bucket(op, {{op.inputs.front(), *contiguous(op.inputs)}}, true, comm);
+      else average(op, comm);
       return;
     }
     std::optional<DeviceSpan> whole = contiguous(op.inputs);
+    if (bucket_is_16bit(op)) return all_reduce_16bit(op, comm, whole);
     size_t total = 0;
     if (!whole) {  // pack
       for (int id : op.inputs) total += span_of(id).bytes;
@@ -547,6 +608,62 @@ struct Executor::Impl {
     }
     average(op, comm);
   }
+  // 16-bit gradient buckets (16-bit storage): the collective sums fp32. Each bucket is widened into fp32
+  // staging (exact), all-reduced there, averaged in fp32 and narrowed back to 16 bits (round to nearest
+  // even): the values the fp32 storage of 16-bit gradients gave (fp32 sum, × fp32(1/N), round_to_dtype).
+  // Pieces: the bucket's one span when its gradients are back to back, else one per tensor, packed.
+  using Pieces = std::vector<std::pair<int, DeviceSpan>>;  // (a tensor of the piece's dtype, its 16-bit span)
+  bool bucket_is_16bit(const Op& op) const {
+    const DType first = stored.tensor(op.inputs.front()).dtype;
+    for (int id : op.inputs)
+      if (stored.tensor(id).dtype != first)
+        throw std::logic_error(fmt::format("op {}: a bucket mixes gradient dtypes (the builder gives one per graph)", op.name));
+    return is_16bit_float(first);
+  }
+  void all_reduce_16bit(const Op& op, Communicator& comm, const std::optional<DeviceSpan>& whole) {
+    Pieces pieces;
+    if (whole) pieces.emplace_back(op.inputs.front(), *whole);
+    else
+      for (int id : op.inputs) pieces.emplace_back(id, span_of(id));
+    const DeviceSpan staged = widen_bucket(op, pieces, false);
+    backend->record(bucket_ready, compute_stream);
+    backend->wait(comm_stream, bucket_ready);
+    comm.all_reduce_sum(*backend, staged, options.compute, comm_stream);
+    backend->record(bucket_reduced, comm_stream);
+    backend->wait(compute_stream, bucket_reduced);
+    narrow_bucket(op, pieces, false, comm);
+  }
+  // The bucket's fp32 staging: its own buffer (`own`: started from backward) or the tail's shared one,
+  // allocated once at the largest size asked (all_reduce_staging_bytes counts them).
+  DeviceSpan bucket_staging_span(const Op& op, const Pieces& pieces, bool own) {
+    size_t bytes = 0;
+    for (const auto& piece : pieces) bytes += piece.second.bytes * 2;
+    DeviceBuffer& buffer = own ? bucket_staging[static_cast<size_t>(op.id)] : tail_staging;
+    if (buffer.bytes < bytes) {
+      if (buffer.valid()) backend->free(buffer);
+      buffer = backend->allocate(bytes);
+    }
+    return DeviceSpan::of(buffer).sub(0, bytes);
+  }
+  DeviceSpan widen_bucket(const Op& op, const Pieces& pieces, bool own) {
+    const DeviceSpan staged = bucket_staging_span(op, pieces, own);
+    size_t at = 0;
+    for (const auto& [id, span] : pieces) {
+      backend->convert(staged.sub(at, span.bytes * 2), DType::f32, span, stored.tensor(id).dtype);
+      at += span.bytes * 2;
+    }
+    return staged;
+  }
+  void narrow_bucket(const Op& op, const Pieces& pieces, bool own, const Communicator& comm) {
+    const DeviceSpan staged = bucket_staging_span(op, pieces, own);
+    backend->scale(staged, 1.0 / comm.size());
+    size_t at = 0;
+    for (const auto& [id, span] : pieces) {
+      backend->convert(span, stored.tensor(id).dtype, staged.sub(at, span.bytes * 2), DType::f32);
+      at += span.bytes * 2;
+    }
+  }
+
   // The sum over ranks → the mean (gradients averaged, as DDP does).
   void average(const Op& op, const Communicator& comm) {
     scale_tensors(op.inputs, 1.0 / comm.size());
@@ -589,6 +706,7 @@ struct Executor::Impl {
     if (optimizer) check_slots(*optimizer);
     last_norm = std::numeric_limits<double>::quiet_NaN();
     last_skipped = false;
+    grad_factor = 1.0;
     bool in_step = false;
     bool unscaled = false;
     // Unscale once the gradients are final (after every all-reduce, before the norm and the first update).
@@ -631,7 +749,7 @@ struct Executor::Impl {
                 last_skipped = true;
                 return;
               }
-              optimizer->step_begin(lr, last_norm);  // its updates run on the backend's compute stream
+              optimizer->step_begin(lr, last_norm, grad_factor);  // its updates run on the backend's compute stream
               in_step = true;
             }
             std::vector<size_t> slots(op.attrs.params.begin(), op.attrs.params.end());
@@ -723,6 +841,9 @@ Executor::~Executor() = default;
 const models::TaskGraph& Executor::graph() const { return impl_->graph; }
 const models::MemoryPlan& Executor::plan() const { return impl_->plan; }
 size_t Executor::allocated_activation_bytes() const { return impl_->arena.bytes; }
+Executor::ParameterBytes Executor::allocated_parameter_bytes() const {
+  return {impl_->weights.bytes, impl_->masters.bytes, impl_->gradients.bytes};
+}
 ComputeType Executor::compute() const { return impl_->options.compute; }
 Backend& Executor::backend() { return *impl_->backend; }
 
@@ -795,6 +916,13 @@ void Executor::write_parameter(size_t param_index, std::span<const float> values
   impl_->refresh_weight_copy(p);
 }
 void Executor::refresh_weight_copies() { impl_->refresh_weight_copies(); }
+std::vector<float> Executor::read_gradient(size_t param_index) {
+  std::vector<float> g = read_tensor<float>(impl_->graph.params.at(param_index).gradient);
+  const auto factor = static_cast<float>(impl_->grad_factor);  // 1 unless the last tail unscales on read
+  if (impl_->gradients_16bit && factor != 1.0f)
+    for (float& x : g) x *= factor;
+  return g;
+}
 
 const std::vector<double>& Executor::op_seconds() const { return impl_->seconds; }
 const std::vector<int>& Executor::op_executions() const { return impl_->executions; }
@@ -812,6 +940,7 @@ std::vector<ParamSlot> Executor::param_slots() {
     s.name = p.name;
     s.weight = impl_->span_of(p.master >= 0 ? p.master : p.weight);  // the fp32 master under bf16/fp16
     s.grad = impl_->span_of(p.gradient);
+    s.grad_dtype = impl_->stored.tensor(p.gradient).dtype;  // f16/bf16 under 16-bit storage
     s.n = static_cast<size_t>(p.elements);
     s.decay = p.decay;
     slots.push_back(std::move(s));

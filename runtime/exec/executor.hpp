@@ -58,9 +58,15 @@ struct MicroStepAbandoned : std::runtime_error {
 
 // The graph with each tensor's dtype as the executor stores it, so models::plan_memory of it is the memory
 // the executor allocates. `stores_16bit` (Backend::stores_16bit, backend_stores_16bit): f16/bf16
-// activations and workspace stay 16-bit (2 bytes per element; the CPU backend); weight copies and
-// gradients become f32. Otherwise every f16/bf16 tensor becomes f32 (the rounding emulation).
+// activations, workspace, weight copies and parameter gradients stay 16-bit (2 bytes per element; the CPU
+// backend). Otherwise every f16/bf16 tensor becomes f32 (the rounding emulation).
 models::TaskGraph storage_graph(const models::TaskGraph& graph, bool stores_16bit);
+// The fp32 staging the executor allocates to all-reduce 16-bit gradient buckets (`stored`: a storage_graph;
+// 0 when its gradients are fp32): with overlap_comm every bucket started from backward is in flight with its
+// own staging, so the sum over buckets (4 bytes per gradient element: what an fp32 gradient buffer held);
+// without, the buckets run one at a time in the step tail through one buffer, the largest bucket's. On top
+// of models::plan_memory(stored) (the trainer's memory check counts it).
+double all_reduce_staging_bytes(const models::TaskGraph& stored, bool overlap_comm);
 
 class Executor {
  public:
@@ -75,6 +81,12 @@ class Executor {
   const models::TaskGraph& graph() const;
   const models::MemoryPlan& plan() const;
   size_t allocated_activation_bytes() const;  // the arena really allocated (= plan.activations_peak_bytes; ×2 for f64)
+  // The flat buffers really allocated: weights (the ops' weight copies; 2 bytes per element when 16-bit
+  // storage keeps them as 16 bits), fp32 masters (bf16/fp16 graphs), gradients (2 bytes per element likewise).
+  struct ParameterBytes {
+    size_t weights = 0, masters = 0, gradients = 0;
+  };
+  ParameterBytes allocated_parameter_bytes() const;
 
   // Parameters: BERT/GPT-2 init (normal(0, 0.02) for matrices and embeddings, LayerNorm weight 1, biases 0),
   // into the fp32 masters under mixed precision, then the 16-bit weight copies are refreshed from them.
@@ -86,6 +98,11 @@ class Executor {
   // ops read (no-op under fp32). f32 compute only; `values` must have the parameter's element count.
   std::vector<float> read_parameter(size_t param_index);
   void write_parameter(size_t param_index, std::span<const float> values);
+  // The fp32 gradient of graph.params[i] as the last run_step_tail's norm and optimizer read it: unscaled by
+  // its loss scale (and averaged over ranks). 16-bit gradients are stored scaled and unscaled on read
+  // (docs/executor.md, "Mixed precision"), so this is the stored value × fp32(1/loss scale); fp32-stored ones
+  // the tail unscaled in place. Before any tail, or after micro-steps, the gradient as stored. f32 only.
+  std::vector<float> read_gradient(size_t param_index);
   // Recomputes every 16-bit weight copy from its fp32 master (no-op under fp32).
   void refresh_weight_copies();
   // A tensor's values: T = float under f32 compute, double under f64 (any float tensor; f16/bf16 tensors hold

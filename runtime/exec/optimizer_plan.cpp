@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "runtime/exec/backend.hpp"
+#include "runtime/exec/precision.hpp"  // defines: is_16bit_float
 
 namespace ptsim::runtime {
 
@@ -34,7 +35,9 @@ int optimizer_state_arrays(optim_math::Rule rule) { return rule == optim_math::R
 
 void check_optimizer_tensor(const OptimizerTensor& t, int states) {
   const size_t bytes = t.weight.bytes;
-  bool ok = bytes % sizeof(float) == 0 && t.grad.bytes == bytes;
+  const size_t grad_element = t.grad_dtype == models::DType::f32 ? sizeof(float)
+                              : is_16bit_float(t.grad_dtype) ? 2 : 0;  // f32 or 16-bit gradients only
+  bool ok = bytes % sizeof(float) == 0 && grad_element > 0 && t.grad.bytes == bytes / sizeof(float) * grad_element;
   for (int k = 0; k < states; ++k) ok = ok && t.state[k].bytes == bytes;
   if (!ok)
     throw std::invalid_argument(fmt::format("optimizer_step: a tensor's spans differ in size (weight {} bytes, "

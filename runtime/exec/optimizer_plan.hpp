@@ -53,8 +53,8 @@ OptimizerPlan plan_optimizer_step(std::span<const OptimizerPlanTensor> tensors, 
 
 // How many state arrays a rule keeps per tensor: 1 for SGD (the momentum), 2 otherwise (m, v).
 int optimizer_state_arrays(optim_math::Rule rule);
-// Throws std::invalid_argument unless the weight is whole fp32 elements and the gradient and the first
-// `states` state spans have its byte count.
+// Throws std::invalid_argument unless the weight is whole fp32 elements, the first `states` state spans have
+// its byte count and the gradient holds as many elements of its grad_dtype (f32: 4 bytes, f16/bf16: 2).
 void check_optimizer_tensor(const OptimizerTensor& t, int states);
 
 }  // namespace ptsim::runtime

@@ -15,6 +15,7 @@
 
 #include "core/error.hpp"
 #include "runtime/exec/backend.hpp"
+#include "runtime/exec/precision.hpp"  // defines: is_16bit_float
 
 namespace ptsim::runtime {
 using core::InputError;
@@ -64,11 +65,16 @@ void check_slots(const std::vector<ParamSlot>& slots) {
     if (s.name.empty()) throw InputError("optimizer: a parameter slot has an empty name");
     if (!seen.insert(s.name).second)
       throw InputError(fmt::format("optimizer: parameter slot '{}' appears twice; names must be unique", s.name));
-    if (s.weight.bytes != s.n * sizeof(float) || s.grad.bytes != s.n * sizeof(float) ||
+    const bool f32_grad = s.grad_dtype == models::DType::f32;
+    if (!f32_grad && !is_16bit_float(s.grad_dtype))
+      throw InputError(fmt::format("optimizer: parameter slot '{}' has a {} gradient (expected f32, f16 or bf16)",
+                                   s.name, models::to_string(s.grad_dtype)));
+    const std::size_t grad_bytes = s.n * (f32_grad ? sizeof(float) : 2);
+    if (s.weight.bytes != s.n * sizeof(float) || s.grad.bytes != grad_bytes ||
         (s.n > 0 && (!s.weight.valid() || !s.grad.valid())))
       throw InputError(fmt::format("optimizer: parameter slot '{}' has {} elements but its weight span holds {} bytes "
-                                   "and its gradient span {} (expected {} fp32 each)",
-                                   s.name, s.n, s.weight.bytes, s.grad.bytes, s.n));
+                                   "and its gradient span {} (expected {} fp32 weights, {} gradient bytes)",
+                                   s.name, s.n, s.weight.bytes, s.grad.bytes, s.n, grad_bytes));
   }
 }
 
@@ -134,15 +140,19 @@ bool Optimizer::uses_global_norm() const {
 
 double Optimizer::global_grad_norm() const {
   double sum = 0.0;
-  for (const ParamSlot& s : slots_) sum += backend_.sum_of_squares(s.grad);
+  for (const ParamSlot& s : slots_) sum += backend_.scaled_sum_of_squares(s.grad, s.grad_dtype, grad_factor_);
   return std::sqrt(sum);
 }
 
-void Optimizer::step_begin(double lr, std::optional<double> global_grad_norm_in) {
+void Optimizer::step_begin(double lr, std::optional<double> global_grad_norm_in, double grad_factor) {
   if (in_step_) throw std::logic_error("Optimizer::step_begin: the previous step was not ended (call step_end)");
   if (!std::isfinite(lr) || lr < 0.0)
     throw std::invalid_argument(fmt::format("Optimizer::step_begin: learning rate must be finite and >= 0, got {}", lr));
+  if (!std::isfinite(grad_factor) || !(grad_factor > 0.0))
+    throw std::invalid_argument(fmt::format("Optimizer::step_begin: gradient factor must be finite and > 0, got {}",
+                                            grad_factor));
   lr_ = lr;
+  grad_factor_ = grad_factor;
   grad_norm_ = std::numeric_limits<double>::quiet_NaN();
   clip_divisor_ = 1.0;
   if (uses_global_norm()) {
@@ -161,15 +171,21 @@ void Optimizer::update(std::span<const std::size_t> slot_indices) {
   if (!in_step_) throw std::logic_error("Optimizer::update called outside step_begin/step_end");
   std::vector<OptimizerTensor> tensors;
   tensors.reserve(slot_indices.size());
+  bool widened = static_cast<float>(grad_factor_) != 1.0f;  // a gradient read other than as stored in fp32
   for (std::size_t i : slot_indices) {
     if (i >= slots_.size())
       throw std::out_of_range(fmt::format("Optimizer::update: slot index {} >= {} slots", i, slots_.size()));
     if (updated_[i]) throw std::logic_error(fmt::format("Optimizer::update: slot '{}' updated twice in one step",
                                                         slots_[i].name));
     updated_[i] = 1;
-    tensors.push_back(OptimizerTensor{slots_[i].weight, slots_[i].grad, {state_[i][0], state_[i][1]}, slots_[i].decay});
+    tensors.push_back(OptimizerTensor{slots_[i].weight, slots_[i].grad, {state_[i][0], state_[i][1]}, slots_[i].decay,
+                                      slots_[i].grad_dtype});
+    widened = widened || slots_[i].grad_dtype != models::DType::f32;
   }
-  backend_.optimizer_step(hyper_, optim_math::StepInputs{lr_, current_t(), clip_divisor_}, tensors);
+  const optim_math::StepInputs in{lr_, current_t(), clip_divisor_, grad_factor_};
+  // A backend whose optimizer kernels read fp32 gradients only gets the reference on host copies for the rest.
+  if (widened && !backend_.optimizer_reads_16bit_gradients()) backend_.Backend::optimizer_step(hyper_, in, tensors);
+  else backend_.optimizer_step(hyper_, in, tensors);
 }
 
 void Optimizer::update_all() {

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "models/recipe.hpp"  // defines: OptimizerKind
+#include "models/task_graph.hpp"  // defines: DType
 #include "runtime/exec/device_types.hpp"  // defines: DeviceSpan
 #include "runtime/optim/optimizer_math.hpp"  // defines: StepInputs
 
@@ -37,14 +38,15 @@ namespace ptsim::runtime {
 
 class Backend;  // runtime/exec/backend.hpp
 
-// One parameter tensor as the optimizer sees it: n fp32 weights (updated in place) and n fp32 gradients, in
-// the memory of the Backend the optimizer is built on.
+// One parameter tensor as the optimizer sees it: n fp32 weights (updated in place) and n gradients (fp32, or
+// f16/bf16 under 16-bit storage), in the memory of the Backend the optimizer is built on.
 struct ParamSlot {
   std::string name;               // unique; names this tensor's state arrays ("<name>.m", "<name>.v")
   DeviceSpan weight;              // (n) fp32 (master) weights, updated in place
-  DeviceSpan grad;                // (n) fp32 gradient: unscaled and averaged over the global batch
+  DeviceSpan grad;                // (n) gradient averaged over the global batch; × step_begin's grad_factor = unscaled
   std::size_t n = 0;
   bool decay = true;              // false for biases and LayerNorm gains/biases: no weight decay
+  models::DType grad_dtype = models::DType::f32;  // how grad is stored: f32 (4·n bytes) or f16/bf16 (2·n)
 };
 
 // Hyperparameters. One struct for every kind; default_optimizer_config() fills each kind's defaults.
@@ -92,7 +94,10 @@ class Optimizer {
   // gradient norm over every slot when `global_grad_norm` is nullopt and the optimizer clips);
   // update() applies the step to the listed slots (each at most once per step); step_end() advances the
   // step counter. A non-finite or negative norm throws std::invalid_argument: skip such a step instead.
-  void step_begin(double lr, std::optional<double> global_grad_norm = std::nullopt);
+  // `grad_factor`: every gradient is read as fp32(g · fp32(grad_factor)) in this step (the loss-scale unscale
+  // applied on read, StepInputs::grad_factor; also in the norm computed here); `global_grad_norm` is of
+  // those values.
+  void step_begin(double lr, std::optional<double> global_grad_norm = std::nullopt, double grad_factor = 1.0);
   void update(std::span<const std::size_t> slot_indices);
   void update_all();
   void step_end();
@@ -138,6 +143,7 @@ class Optimizer {
   double lr_ = 0.0;
   double grad_norm_ = 0.0;
   double clip_divisor_ = 1.0;  // gradients are divided by this (apex: clipped_global_grad_norm)
+  double grad_factor_ = 1.0;   // gradients are read × this (StepInputs::grad_factor)
   std::vector<char> updated_;  // per slot, this step
 
   int64_t current_t() const { return step_count_ + 1; }

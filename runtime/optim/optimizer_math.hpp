@@ -38,6 +38,9 @@ struct StepInputs {
   double lr = 0.0;
   int64_t t = 1;
   double clip_divisor = 1.0;
+  // Each gradient element is read as fp32(g · fp32(grad_factor)) before the update (the loss-scale unscale,
+  // 1/scale, applied on read: the gradients stay as backward stored them, e.g. 16 bits). 1: read as stored.
+  double grad_factor = 1.0;
 };
 
 // The fp32 coefficients of one Adam-style step (AdamW, LAMB, LANS), computed on the host from the

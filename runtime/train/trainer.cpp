@@ -319,7 +319,9 @@ class Trainer {
     const bool stores_16bit = backend_stores_16bit(c_.backend);
     const models::TaskGraph stored = storage_graph(*graph_, stores_16bit);
     const models::MemoryPlan plan = models::plan_memory(stored);
-    const double scratch = stores_16bit ? static_cast<double>(boundary_scratch_bytes(stored)) : 0.0;
+    // So does the fp32 staging of 16-bit gradient buckets under data parallelism (all_reduce_staging_bytes).
+    const double scratch = (stores_16bit ? static_cast<double>(boundary_scratch_bytes(stored)) : 0.0) +
+                           (world_ > 1 ? all_reduce_staging_bytes(stored, c_.comm_overlap) : 0.0);
     int local_ranks = 1;
     if (const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); s && world_ > 1) local_ranks = std::max(1, std::atoi(s));
     core::require_available_memory(

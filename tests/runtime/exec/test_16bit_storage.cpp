@@ -200,7 +200,7 @@ TEST_CASE("round_to_dtype, and narrow_16bit then widen_16bit, are Eigen's conver
 }
 
 TEST_CASE("the 16-bit scratch the trainer's memory check counts is what OpBoundary grows to on the graph's largest op") {
-  // The graph as the CPU backend runs it (storage_graph: weights and gradients f32, activations 16-bit).
+  // The graph as the CPU backend runs it (storage_graph: activations, weight copies and gradients 16-bit).
   const TaskGraph built = build_task_graph(tiny_bert(), storage_recipe(Precision::bf16));
   const TaskGraph graph = storage_graph(built, true);
   const size_t counted = cpu::boundary_scratch_bytes(graph);

@@ -49,7 +49,7 @@ struct StepResult {
 };
 
 // One micro-step of the tiny BERT (init seed 7, batch 11) and the step tail without an optimizer update
-// (gradients unscaled in place by the tail), at `precision` with loss scale `scale`.
+// (the gradients as the tail read them, unscaled: read_gradient), at `precision` with loss scale `scale`.
 StepResult one_step(Precision precision, double scale) {
   ExecutorOptions o;
   o.time_ops = false;
@@ -59,8 +59,8 @@ StepResult one_step(Precision precision, double scale) {
   StepResult r;
   r.loss = ex.run_micro_step(0, 0);
   auto opt = make_optimizer(ex.backend(), default_optimizer_config(OptimizerKind::adamw), ex.param_slots());
-  ex.run_step_tail(nullptr, opt.get(), 0.0, scale);  // lr 0: the weights stay, the gradients are unscaled
-  for (const Parameter& p : ex.graph().params) r.grads.push_back(ex.read_tensor<float>(p.gradient));
+  ex.run_step_tail(nullptr, opt.get(), 0.0, scale);  // lr 0: the weights stay
+  for (size_t i = 0; i < ex.graph().params.size(); ++i) r.grads.push_back(ex.read_gradient(i));
   return r;
 }
 
