@@ -17,6 +17,7 @@
 #include "runtime/comm/local_device.hpp"
 #include "runtime/exec/attention_problem.hpp"  // defines: attention_problem, attention_mask_input
 #include "runtime/exec/cuda/attention.hpp"
+#include "runtime/exec/cuda/attention_tc_dispatch.hpp"
 #include "runtime/exec/cuda/cuda_backend.hpp"
 #include "runtime/exec/cuda/cuda_check.hpp"
 #include "runtime/exec/cuda/cuda_device.hpp"
@@ -307,6 +308,11 @@ class CudaBackend final : public cuda::CudaDevice {
     a.keep = p.has_mask ? static_cast<const int32_t*>(in[attention_mask_input(op)]) : nullptr;
     a.dropout_p = p.dropout_p;
     a.dropout_key = p.dropout_key;
+    if (cuda::fused_attention_runs_natively(g, op)) {  // 16-bit q, k, v, context as stored: tensor cores
+      cuda::launch_fused_attention_tc_forward(out[0], static_cast<float*>(out[1]), in[0], in[1], in[2],
+                                              cuda::attention16_of(g, op), a, compute_stream());
+      return;
+    }
     auto x = [&](size_t i) { return static_cast<const float*>(in[i]); };
     auto y = [&](size_t i) { return static_cast<float*>(out[i]); };
     if (op.kind == OpKind::fused_attention) {

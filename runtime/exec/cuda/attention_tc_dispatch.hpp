@@ -1,0 +1,19 @@
+// runtime/exec/cuda/attention_tc_dispatch.hpp — which fused attention ops the CUDA backend runs on the
+// tensor-core kernel (attention_tc.hpp) rather than the fp32 one (attention.hpp), decided from the graph the
+// backend is given (its tensors' stored dtypes). Host code: no CUDA headers.
+#pragma once
+#include "models/task_graph.hpp"
+#include "runtime/exec/cuda/attention_tc.hpp"
+
+namespace ptsim::runtime::cuda {
+
+// Whether `op` is a fused_attention forward whose q, k, v and context are all bf16 or all f16 in `graph`,
+// lse f32, head dim ≤ 128: the tensor-core forward takes it as stored, with no conversion at the op
+// boundary. False for the backward (no 16-bit backward kernel yet: it runs fp32) and every other op. On the
+// storage graph (executor.hpp: storage_graph) it is true only once the backend stores 16-bit activations.
+bool fused_attention_runs_natively(const models::TaskGraph& graph, const models::Op& op);
+
+// The kernel's 16-bit type of an op the predicate accepts.
+Attention16 attention16_of(const models::TaskGraph& graph, const models::Op& op);
+
+}  // namespace ptsim::runtime::cuda
