@@ -7,10 +7,11 @@
 
 namespace ptsim::runtime::cuda {
 
-// Whether `op` is a fused_attention forward whose q, k, v and context are all bf16 or all f16 in `graph`,
-// lse f32, head dim ≤ 128: the tensor-core forward takes it as stored, with no conversion at the op
-// boundary. False for the backward (no 16-bit backward kernel yet: it runs fp32) and every other op. On the
-// storage graph (executor.hpp: storage_graph) it is true only once the backend stores 16-bit activations.
+// Whether `op` is a fused_attention (forward) or fused_attention_backward whose tensors other than lse and
+// the mask (q, k, v, context; the backward's dcontext and dq, dk, dv too) are all bf16 or all f16 in
+// `graph`, lse f32, head dim ≤ 128: the tensor-core kernels take it as stored, with no conversion at the op
+// boundary. On the storage graph (executor.hpp: storage_graph) it is true only once the backend stores
+// 16-bit activations.
 bool fused_attention_runs_natively(const models::TaskGraph& graph, const models::Op& op);
 
 // The kernel's 16-bit type of an op the predicate accepts.

@@ -308,9 +308,16 @@ class CudaBackend final : public cuda::CudaDevice {
     a.keep = p.has_mask ? static_cast<const int32_t*>(in[attention_mask_input(op)]) : nullptr;
     a.dropout_p = p.dropout_p;
     a.dropout_key = p.dropout_key;
-    if (cuda::fused_attention_runs_natively(g, op)) {  // 16-bit q, k, v, context as stored: tensor cores
-      cuda::launch_fused_attention_tc_forward(out[0], static_cast<float*>(out[1]), in[0], in[1], in[2],
-                                              cuda::attention16_of(g, op), a, compute_stream());
+    if (cuda::fused_attention_runs_natively(g, op)) {  // 16-bit tensors as stored: the tensor-core kernels
+      const cuda::Attention16 t = cuda::attention16_of(g, op);
+      if (op.kind == OpKind::fused_attention)
+        cuda::launch_fused_attention_tc_forward(out[0], static_cast<float*>(out[1]), in[0], in[1], in[2], t, a,
+                                                compute_stream());
+      else
+        cuda::launch_fused_attention_tc_backward(out[0], out[1], out[2], in[0], in[1], in[2], in[3], in[4],
+                                                 static_cast<const float*>(in[5]), t, a,
+                                                 scratch(cuda::fused_attention_backward_scratch_bytes(a)),
+                                                 compute_stream());
       return;
     }
     auto x = [&](size_t i) { return static_cast<const float*>(in[i]); };

@@ -6,7 +6,8 @@
 // The algorithm is FlashAttention-2's forward: one block per (batch·head, query tile of kRows rows); for each
 // key tile of kKeys keys: S = Q·Kᵀ (fp32), the online-softmax update per row (math/attention_math.hpp: tile
 // max, new max, rescale factor, running sum of the fp32 weights), P = the (dropped) weights rounded to 16
-// bits, O ← O·factor + P·V (fp32), and at the end context = O/sum (rounded to 16 bits) and lse.
+// bits, O ← O·factor + P·V (fp32), and at the end context = O/sum (rounded to 16 bits) and lse. The backward:
+// math/attention_tc_backward_tiles.hpp, over the same primitives.
 //
 // Work is split as a CUDA block splits it, so the same code runs there and here: element loops stride by
 // Lanes::threads from Lanes::thread, 16×16 output blocks of each tile product stride by Lanes::warps from
@@ -15,9 +16,9 @@
 // the order the barriers impose on the device. What the host run does not check: races (a missing barrier).
 //
 // Ops (the policy) provides: Elem (the 16-bit storage type), to_float/from_float (exact widening; rounding to
-// nearest even), sync(), and block_product(C, ldc, A, lda, B, ldb, k, b_layout, accumulate): the 16×16 fp32
-// block C (+)= A·B with A 16×k row-major and B k×16 stored row-major (kRowMajorB) or as Bᵀ 16×k row-major
-// (kTransposedB, i.e. column-major). k is a multiple of 16; every pointer is 32-byte aligned and every
+// nearest even), sync(), and block_product(C, ldc, A, lda, a_layout, B, ldb, b_layout, k, accumulate): the
+// 16×16 fp32 block C (+)= A·B with A 16×k stored row-major (kRowMajor) or as Aᵀ k×16 row-major
+// (kTransposed, i.e. column-major), and B k×16 stored row-major or as Bᵀ 16×k row-major (column-major). k is a multiple of 16; every pointer is 32-byte aligned and every
 // leading dimension a multiple of 8 (16-bit) or 4 (fp32) elements, WMMA's contract.
 #pragma once
 #include <cmath>  // INFINITY
@@ -30,8 +31,8 @@
 
 namespace ptsim::runtime::math::attention_tc {
 
-// How a block product's B operand is stored.
-enum class BLayout { kRowMajorB, kTransposedB };
+// How a block product's operand is stored: as itself row-major, or as its transpose row-major.
+enum class Layout { kRowMajor, kTransposed };
 
 // Which part of the block's work this caller does (see the header comment).
 struct Lanes {
@@ -124,16 +125,19 @@ PTSIM_HD void load_rows(typename Ops::Elem* tile, int ld, const typename Ops::El
   }
 }
 
-// C[rows × cols] (+)= A·B over k, as 16×16 blocks spread over the warps. A: rows × k row-major (lda); B per
-// `layout` (row-major k × cols, or cols × k row-major for Bᵀ), leading dimension ldb.
+// C[rows × cols] (+)= A·B over k, as 16×16 blocks spread over the warps. A: rows × k, stored per a_layout
+// (row-major, or as Aᵀ k × rows row-major), leading dimension lda; B: k × cols per b_layout (row-major, or
+// as Bᵀ cols × k row-major), leading dimension ldb.
 template <class Ops>
-PTSIM_HD void tile_product(float* C, int ldc, const typename Ops::Elem* A, int lda, const typename Ops::Elem* B,
-                           int ldb, int rows, int cols, int k, BLayout layout, bool accumulate, const Lanes& l) {
+PTSIM_HD void tile_product(float* C, int ldc, const typename Ops::Elem* A, int lda, Layout a_layout,
+                           const typename Ops::Elem* B, int ldb, Layout b_layout, int rows, int cols, int k,
+                           bool accumulate, const Lanes& l) {
   const int blocks_across = cols / 16, blocks = rows / 16 * blocks_across;
   for (int b = l.warp; b < blocks; b += l.warps) {
     const int r = b / blocks_across * 16, c = b % blocks_across * 16;
-    const typename Ops::Elem* b_block = layout == BLayout::kRowMajorB ? B + c : B + c * ldb;
-    Ops::block_product(C + r * ldc + c, ldc, A + r * lda, lda, b_block, ldb, k, layout, accumulate);
+    const typename Ops::Elem* a_block = a_layout == Layout::kRowMajor ? A + r * lda : A + r;
+    const typename Ops::Elem* b_block = b_layout == Layout::kRowMajor ? B + c : B + c * ldb;
+    Ops::block_product(C + r * ldc + c, ldc, a_block, lda, a_layout, b_block, ldb, b_layout, k, accumulate);
   }
 }
 
@@ -189,15 +193,15 @@ PTSIM_HD void forward_query_tile(typename Ops::Elem* context, float* lse, const 
     load_rows<Ops, kD>(t.k, Tiles::kLdE, k, j0, kKeys, p, l);
     load_rows<Ops, kD>(t.v, Tiles::kLdE, v, j0, kKeys, p, l);
     Ops::sync();
-    tile_product<Ops>(t.s, Tiles::kLdS, t.q, Tiles::kLdE, t.k, Tiles::kLdE, kRows, kKeys, kD,
-                      BLayout::kTransposedB, false, l);
+    tile_product<Ops>(t.s, Tiles::kLdS, t.q, Tiles::kLdE, Layout::kRowMajor, t.k, Tiles::kLdE, Layout::kTransposed,
+                      kRows, kKeys, kD, false, l);
     Ops::sync();
     for (int r = l.thread; r < kRows; r += l.threads) softmax_row<Ops, Tiles, kKeys>(t, r, i0, j0, p);
     Ops::sync();
     for (int x = l.thread; x < kRows * kD; x += l.threads) t.o[x / kD * Tiles::kLdO + x % kD] *= t.row_factor[x / kD];
     Ops::sync();
-    tile_product<Ops>(t.o, Tiles::kLdO, t.p, Tiles::kLdP, t.v, Tiles::kLdE, kRows, kD, kKeys, BLayout::kRowMajorB,
-                      true, l);
+    tile_product<Ops>(t.o, Tiles::kLdO, t.p, Tiles::kLdP, Layout::kRowMajor, t.v, Tiles::kLdE, Layout::kRowMajor,
+                      kRows, kD, kKeys, true, l);
   }
   Ops::sync();
   for (int x = l.thread; x < kRows * kD; x += l.threads) {

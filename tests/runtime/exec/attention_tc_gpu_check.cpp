@@ -1,6 +1,6 @@
 // tests/runtime/exec/attention_tc_gpu_check.cpp — the gpu suite's check of the tensor-core fused attention
-// kernel (cuda/attention_tc.hpp) against the CPU fused attention on the same 16-bit-rounded inputs: every
-// case and bound of attention_tc_cases.hpp (the cpu suite's test_attention_tc.cpp holds the host emulation
+// kernels (cuda/attention_tc.hpp), forward and backward, against the CPU fused attention on the same
+// 16-bit-rounded inputs: every case and bound of attention_tc_cases.hpp (the cpu suite's test_attention_tc.cpp holds the host emulation
 // to the same bounds), bf16 on sm_80 and newer, fp16 everywhere. Also prints how far the device is from the
 // host emulation (informational: MMA accumulation order is unspecified, so not a bit-for-bit check).
 // Exit 0 when every case is within its bound, 1 otherwise, 77 (meson: skipped) without a CUDA build or GPU.
@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "runtime/exec/cuda/attention_tc.hpp"
@@ -90,23 +91,73 @@ Result run_host(const Inputs& in, const AttentionProblem& p, const int32_t* keep
   return r;
 }
 
-// Runs one case; returns whether it is within its bound.
 template <class E>
-bool check_case(const Case& c, double u, cuda::Attention16 dtype, const char* type) {
+std::vector<E> narrowed(const std::vector<float>& x) {
+  return std::vector<E>(x.begin(), x.end());
+}
+template <class E>
+std::vector<float> widened(const std::vector<E>& x) {
+  return std::vector<float>(x.begin(), x.end());
+}
+
+template <class E>
+Gradients run_device_backward(const Inputs& in, const BackwardInputs& b, const AttentionProblem& p,
+                              const int32_t* keep_host, cuda::Attention16 dtype) {
+  const std::vector<E> q = narrowed<E>(in.q), k = narrowed<E>(in.k), v = narrowed<E>(in.v),
+                       dout = narrowed<E>(b.dout), out = narrowed<E>(b.context);
+  std::vector<E> dq(q.size(), E(NAN)), dk(q.size(), E(NAN)), dv(q.size(), E(NAN));
+  E *gq = upload(q.data(), q.size()), *gk = upload(k.data(), k.size()), *gv = upload(v.data(), v.size());
+  E *gdout = upload(dout.data(), dout.size()), *gout = upload(out.data(), out.size());
+  E *gdq = upload(dq.data(), dq.size()), *gdk = upload(dk.data(), dk.size()), *gdv = upload(dv.data(), dv.size());
+  float* glse = upload(b.lse.data(), b.lse.size());
+  int32_t* gm = keep_host != nullptr ? upload(keep_host, in.mask.size()) : nullptr;
+  cuda::FusedAttentionArgs a;
+  a.batch_heads = p.batch_heads;
+  a.seq = p.seq;
+  a.head_dim = p.head_dim;
+  a.heads = p.heads;
+  a.scale = p.scale;
+  a.causal = p.causal;
+  a.keep = gm;
+  a.dropout_p = p.dropout_p;
+  a.dropout_key = p.dropout_key;
+  void* scratch = nullptr;
+  check(cudaMalloc(&scratch, cuda::fused_attention_backward_scratch_bytes(a)), "cudaMalloc");
+  cuda::launch_fused_attention_tc_backward(gdq, gdk, gdv, gdout, gq, gk, gv, gout, glse, dtype, a, scratch, nullptr);
+  check(cudaDeviceSynchronize(), "the tensor-core attention backward kernels");
+  for (auto [host, dev] : {std::pair{&dq, gdq}, std::pair{&dk, gdk}, std::pair{&dv, gdv}})
+    check(cudaMemcpy(host->data(), dev, host->size() * sizeof(E), cudaMemcpyDeviceToHost), "cudaMemcpy back");
+  for (void* ptr : {static_cast<void*>(gq), static_cast<void*>(gk), static_cast<void*>(gv), static_cast<void*>(gdout),
+                    static_cast<void*>(gout), static_cast<void*>(gdq), static_cast<void*>(gdk),
+                    static_cast<void*>(gdv), static_cast<void*>(glse), static_cast<void*>(gm), scratch})
+    if (ptr != nullptr) check(cudaFree(ptr), "cudaFree");
+  Gradients g;
+  g.dq = widened(dq);
+  g.dk = widened(dk);
+  g.dv = widened(dv);
+  return g;
+}
+
+// Runs one case, forward and backward; returns whether both are within their bounds.
+template <class E>
+bool check_case(const Case& c, Format16 format, cuda::Attention16 dtype, const char* type) {
   const Inputs in = make_inputs<E>(c, seed_of(c));
   const AttentionProblem p = problem_of(c);
   const int32_t* keep = c.padded ? in.mask.data() : nullptr;
   const Result got = run_device<E>(in, p, keep, dtype);
-  const Verdict v = compare(c, in, got, u);
+  const Verdict v = compare(c, in, got, format);
   const Result host = run_host<E>(in, p, keep);
   double host_diff = 0;
   for (size_t x = 0; x < got.context.size(); ++x)
     host_diff = std::max(host_diff, std::abs(double(got.context[x]) - double(host.context[x])));
-  std::printf("%-5s %-42s worst error/bound %.3f  max |device - host emulation| %.3g  %s\n", type,
-              c.label().c_str(), v.worst, host_diff, v.failures == 0 ? "ok" : "FAIL");
-  if (v.failures > 0) std::printf("      %lld out of bound; first: %s\n", static_cast<long long>(v.failures),
-                                  v.first_failure.c_str());
-  return v.failures == 0;
+  const BackwardInputs b = make_backward_inputs<E>(c, in, seed_of(c) + 1);
+  const Verdict vb = compare_backward(c, in, b, run_device_backward<E>(in, b, p, keep, dtype), format);
+  std::printf("%-5s %-42s forward %.3f  backward %.3f (worst error/bound)  max |device - host| context %.3g  %s\n",
+              type, c.label().c_str(), v.worst, vb.worst, host_diff, v.failures + vb.failures == 0 ? "ok" : "FAIL");
+  for (const Verdict* x : {&v, &vb})
+    if (x->failures > 0)
+      std::printf("      %lld out of bound; first: %s\n", static_cast<long long>(x->failures), x->first_failure.c_str());
+  return v.failures + vb.failures == 0;
 }
 
 }  // namespace
@@ -122,10 +173,10 @@ int main() {
   bool ok = true;
   if (major >= 8)
     for (const Case& c : cases())
-      ok = check_case<Eigen::bfloat16>(c, std::ldexp(1.0, -8), cuda::Attention16::bf16, "bf16") && ok;
+      ok = check_case<Eigen::bfloat16>(c, kBf16, cuda::Attention16::bf16, "bf16") && ok;
   else
     std::printf("bf16 cases not run: the device is sm_%d0-class (bf16 needs sm_80)\n", major);
-  for (const Case& c : cases()) ok = check_case<Eigen::half>(c, std::ldexp(1.0, -11), cuda::Attention16::f16, "fp16") && ok;
+  for (const Case& c : cases()) ok = check_case<Eigen::half>(c, kFp16, cuda::Attention16::f16, "fp16") && ok;
   std::printf("attention_tc_gpu_check: %s\n", ok ? "every case within its bound" : "FAILED");
   return ok ? 0 : 1;
 }
