@@ -42,9 +42,9 @@ class Backend {
   virtual const char* name() const = 0;
   virtual ComputeType compute() const = 0;
   // How f16/bf16 tensors are stored. true: as 16 bits (2 bytes per element); run() then gets 16-bit operands
-  // wherever the graph it is given says f16/bf16 and converts at the op boundary (the CPU backend). false:
-  // as fp32 values that the executor rounds after every write (round_to_dtype), the emulation a backend
-  // without 16-bit kernels uses (the CUDA backend, until its 16-bit kernels land). docs/executor.md.
+  // wherever the graph it is given says f16/bf16 and converts at the op boundary (the CPU and CUDA backends,
+  // op_boundary_plan.hpp). false: as fp32 values that the executor rounds after every write
+  // (round_to_dtype), the emulation a backend without 16-bit conversions can use. docs/executor.md.
   virtual bool stores_16bit() const { return false; }
 
   // ---- memory ----

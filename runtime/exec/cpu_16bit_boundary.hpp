@@ -3,7 +3,8 @@
 // outputs the op accumulates into widened too); after it, each 16-bit output is narrowed back with
 // round-to-nearest-even (narrow_16bit), the rounding round_to_dtype (precision.hpp) applies to fp32 storage. So the
 // values are bit for bit those of the fp32-storage emulation, at 2 bytes per stored element.
-// The scratch is one buffer per backend, grown to the largest op's 16-bit operands and reused.
+// Which operands, and where in the scratch: the shared plan (op_boundary_plan.hpp, also the CUDA backend's).
+// The scratch is one host buffer per backend, grown to the largest op's 16-bit operands and reused.
 // Design: docs/executor.md, "Mixed precision". Not here: the kernels (cpu_backend.cpp).
 #pragma once
 #include <cstddef>
@@ -11,18 +12,14 @@
 #include <vector>
 
 #include "models/task_graph.hpp"
+#include "runtime/exec/op_boundary_plan.hpp"
 
 namespace ptsim::runtime::cpu {
 
-// Whether `op` adds into its output `index` (C += A·B for gradients, dtable +=, dγ/dβ +=, dbias +=) rather
-// than overwriting it: such an output is widened before the op.
-bool accumulates_into(const models::Op& op, size_t index);
-
-// The fp32 scratch (floats) `op` needs on 16-bit storage: its 16-bit inputs and outputs, each aligned; 0 when
-// it has none.
-size_t op_scratch_floats(const models::TaskGraph& graph, const models::Op& op);
-// What the scratch grows to over `graph` (bytes): the largest op's. The trainer's memory check counts it.
-size_t boundary_scratch_bytes(const models::TaskGraph& graph);
+// The plan's functions, under the names the CPU code has used.
+using runtime::accumulates_into;
+using runtime::boundary_scratch_bytes;
+using runtime::op_scratch_floats;
 
 // The fp32 operands of one op run on 16-bit storage. prepare() returns false (and does nothing) when the op
 // has no 16-bit operand; otherwise inputs()/outputs() are the addresses to give the fp32 kernel, and

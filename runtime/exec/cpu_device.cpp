@@ -35,7 +35,8 @@ bool backend_available(BackendKind kind) {
   return kind == BackendKind::cpu;
 }
 
-bool backend_stores_16bit(BackendKind kind) { return kind == BackendKind::cpu; }
+// Both convert at the op boundary from the same plan (op_boundary_plan.hpp).
+bool backend_stores_16bit(BackendKind kind) { return kind == BackendKind::cpu || kind == BackendKind::cuda; }
 
 std::unique_ptr<Backend> make_backend(BackendKind kind, ComputeType compute, int threads) {
   if (!backend_available(kind))

@@ -12,8 +12,8 @@ namespace ptsim::runtime {
 
 // Scalar type the backend computes in: fp32 for training, fp64 for finite-difference checks.
 // The kernels compute in this type. A graph built with precision bf16/fp16 runs with f32 only, with fp32
-// master weights: its 16-bit tensors are stored as 16 bits on a backend that stores_16bit() (the CPU:
-// converted at the op boundary), as fp32 values rounded after every write otherwise (precision.hpp); the
+// master weights: its 16-bit tensors are stored as 16 bits on a backend that stores_16bit() (the CPU
+// and CUDA backends: converted at the op boundary), as fp32 values rounded after every write otherwise (precision.hpp); the
 // arena is planned for what is stored (Executor's storage_graph). f64 needs an fp32 graph (the arena and
 // every offset are scaled by 2). See docs/executor.md.
 enum class ComputeType { f32, f64 };
@@ -27,7 +27,8 @@ BackendKind parse_backend_kind(std::string_view name, std::string_view what = "-
 // Whether this build has the backend (cpu always; cuda only when built with it).
 bool backend_available(BackendKind kind);
 // Whether the backend `kind` (computing in f32) stores f16/bf16 tensors as 16 bits (Backend::stores_16bit):
-// what the trainer plans memory for before the backend exists. cpu: true; cuda: false (it emulates).
+// what the trainer plans memory for before the backend exists. cpu and cuda: true (both convert at the op
+// boundary, op_boundary_plan.hpp).
 bool backend_stores_16bit(BackendKind kind);
 
 // A block of backend memory: the handle allocate() returned (id) and its size. id < 0: no buffer.

@@ -20,10 +20,12 @@ inline bool is_16bit_float(models::DType t) { return t == models::DType::f16 || 
 // (tests/runtime/exec/test_16bit_storage.cpp checks both against Eigen's casts).
 void round_to_dtype(models::DType dtype, std::span<float> values);
 
+// The two conversions between fp32 and 16-bit storage, element by element through math/half_bits.hpp (the
+// functions the CUDA backend's conversion kernels call, so both backends store the same bits).
 // dst[i] = src[i] as fp32 (exact) for the 16-bit `dtype` (f16: IEEE binary16 bits, bf16: bfloat16 bits).
 void widen_16bit(float* dst, const void* src, size_t n, models::DType dtype);
 // dst[i] = src[i] rounded to the nearest 16-bit `dtype` value as round_to_dtype rounds (ties to even; fp16
-// overflow → ±inf, NaN stays NaN), stored as its 16 bits. Both throw std::logic_error for other dtypes.
+// overflow → ±inf, a NaN becomes the quiet NaN with its sign), stored as its 16 bits. Both throw std::logic_error for other dtypes.
 void narrow_16bit(void* dst, const float* src, size_t n, models::DType dtype);
 
 }  // namespace ptsim::runtime

@@ -21,6 +21,7 @@
 #include "core/atomic_file.hpp"
 #include "core/checked_math.hpp"
 #include "core/error.hpp"
+#include "core/hash.hpp"
 #include "core/machine_memory.hpp"
 #include "models/builder.hpp"
 #include "models/memory_plan.hpp"
@@ -31,11 +32,12 @@
 #include "runtime/comm/communicator.hpp"
 #include "runtime/data/pretraining_dataset.hpp"
 #include "runtime/data/tokenizer.hpp"        // defines: hash_to_hex
-#include "runtime/exec/cpu_16bit_boundary.hpp"
 #include "runtime/exec/executor.hpp"
+#include "runtime/exec/op_boundary_plan.hpp"  // defines: boundary_scratch_bytes
 #include "runtime/optim/loss_scaler.hpp"
 #include "runtime/exec/math/attention_math.hpp"  // defines: kCudaFusedAttentionMaxHeadDim
 #include "runtime/optim/optimizer.hpp"
+#include "runtime/train/replica_check.hpp"
 
 namespace ptsim::runtime {
 
@@ -312,12 +314,12 @@ class Trainer {
     // The executor allocates its buffers as models::plan_memory lays them out (weights, gradients, optimizer
     // moments, inputs, the activation arena): check that total against the machine before allocating.
     // Ranks that share this machine (mpirun sets OMPI_COMM_WORLD_LOCAL_SIZE) each allocate as much.
-    // Plan what the backend stores (16-bit activations as 16 bits on the CPU: storage_graph).
-    // The CPU backend's fp32 scratch for 16-bit operands (cpu_16bit_boundary.hpp) comes on top of the plan.
+    // Plan what the backend stores (16-bit activations as 16 bits on the CPU and CUDA backends: storage_graph).
+    // The backend's fp32 scratch for 16-bit operands (op_boundary_plan.hpp; CPU and CUDA alike) comes on top of the plan.
     const bool stores_16bit = backend_stores_16bit(c_.backend);
     const models::TaskGraph stored = storage_graph(*graph_, stores_16bit);
     const models::MemoryPlan plan = models::plan_memory(stored);
-    const double scratch = stores_16bit ? static_cast<double>(cpu::boundary_scratch_bytes(stored)) : 0.0;
+    const double scratch = stores_16bit ? static_cast<double>(boundary_scratch_bytes(stored)) : 0.0;
     int local_ranks = 1;
     if (const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); s && world_ > 1) local_ranks = std::max(1, std::atoi(s));
     core::require_available_memory(
@@ -501,6 +503,16 @@ class Trainer {
 
   void save(int64_t step) {
     if (c_.checkpoint_dir.empty()) return;
+    // Rank 0 writes the checkpoint of every rank: check first that they all hold the same state.
+    std::string replica_hash;
+    if (world_ > 1) {
+      const uint64_t hash = replica_state_hash();
+      require_replicas_agree(comm_, hash,
+                             fmt::format("the state after step {} (fp32 masters, optimizer state, loss scaler, data "
+                                         "cursor)",
+                                         step));
+      replica_hash = hash_hex(hash);
+    }
     if (rank_ == 0) {
       std::vector<CheckpointTensorView> views;  // fp32 master weights whatever the precision, copied out
       std::vector<std::vector<float>> values(graph_->params.size());
@@ -524,12 +536,33 @@ class Trainer {
                     {"loss_scaler", scaler_->to_json()},
                     {"elapsed_seconds", elapsed_before_ + seconds_between(t_start_, Clock::now())},
                     {"last_loss", last_loss_}};
+      if (!replica_hash.empty()) extra["replica_state_hash"] = replica_hash;  // the same on every rank (checked)
       const CheckpointExtraFile config[] = {{"config.json", hf_bert_config(graph_->model).dump(2) + "\n"}};
       const std::string dir = save_checkpoint(c_.checkpoint_dir, step, views, optimizer_->save_state(), extra, config);
       summary_.checkpoint = dir;
       if (progress_) fmt::print(progress_, "checkpoint {}\n", dir);
     }
     last_checkpoint_step_ = step;
+  }
+
+  // FNV-1a over what makes a rank's next steps and its checkpoint: every fp32 master (padding rows too), the
+  // optimizer's step count and state arrays, the loss scaler's state and the data cursor. Ranks must agree.
+  uint64_t replica_state_hash() const {
+    uint64_t h = core::kFnv1aOffset;
+    for (size_t i = 0; i < graph_->params.size(); ++i) {
+      const std::vector<float> w = executor_->read_parameter(i);
+      h = core::fnv1a64(w.data(), w.size() * sizeof(float), h);
+    }
+    const OptimizerState state = optimizer_->save_state();
+    h = core::fnv1a64(&state.step, sizeof state.step, h);
+    for (const NamedArray& a : state.arrays) {
+      h = core::fnv1a64(a.name, h);
+      h = core::fnv1a64(a.values.data(), a.values.size() * sizeof(float), h);
+    }
+    h = core::fnv1a64(scaler_->to_json().dump(), h);
+    const data::LoaderCursor lc = loader_->position();
+    h = core::fnv1a64(&lc.epoch, sizeof lc.epoch, h);
+    return core::fnv1a64(&lc.offset, sizeof lc.offset, h);
   }
 
   void fill_inputs(const data::PretrainingBatch& b) {

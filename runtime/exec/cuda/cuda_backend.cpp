@@ -1,16 +1,26 @@
 // runtime/exec/cuda/cuda_backend.cpp — CudaBackend: maps each TaskGraph op onto this folder's kernels
 // (the shapes and attributes read exactly as CpuBackend reads them, cpu_backend.cpp), and
-// make_cuda_backend. f32 only. Every launch is checked; bad ids/labels surface at the next synchronising
-// call (device_error.hpp). The fused attention: fused_attention.cu (attention.hpp).
+// make_cuda_backend. f32 kernels; f16/bf16 activations stored as 16 bits, taken directly by the 16-bit GEMMs
+// below and converted around every other op (cuda_16bit_boundary.hpp, the CPU backend's plan). Every launch
+// is checked; bad ids/labels surface at the next synchronising call (device_error.hpp). The fused
+// attention: fused_attention.cu (attention.hpp).
 // GEMM epilogues (unless PTSIM_CUDA_GEMM_EPILOGUES=0, lt_gemm_plan.hpp): a GEMM's bias in cuBLASLt's BIAS
 // epilogue; and when the op right after a GEMM is a bias_grad whose dy the GEMM reduces over its rows (the
 // weight-gradient GEMM of a linear layer, bias_grad_epilogue), the GEMM also writes Σ dy into a backend
 // vector and that bias_grad only adds the vector into dbias (no second pass over dy).
+// 16-bit operands (the graph given is the storage graph): runs_16bit_natively(op) says which ops take them
+// directly — the GEMMs gemm_types.hpp allows (gemm_forward_16bit, batched_gemm_forward_16bit: bf16/fp16
+// A and B, fp32 accumulation; bf16 refused below sm_80, fp16 below sm_70) and a bias_grad whose sum a
+// 16-bit GEMM's epilogue already wrote; any other op with a 16-bit operand needs the op-boundary conversion
+// to fp32, which is not in this file yet (a std::logic_error says so). Today the executor stores no tensor
+// of a CUDA run as 16 bits (stores_16bit() is false), so this path runs only when a caller passes a graph
+// with 16-bit tensors itself (the 16-bit GEMM harness, test_backend_ops_16bit.cpp).
 #include <fmt/format.h>
 
 #include <cstdlib>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "core/error.hpp"
@@ -18,6 +28,7 @@
 #include "runtime/exec/attention_problem.hpp"  // defines: attention_problem, attention_mask_input
 #include "runtime/exec/cuda/attention.hpp"
 #include "runtime/exec/cuda/attention_tc_dispatch.hpp"
+#include "runtime/exec/cuda/cuda_16bit_boundary.hpp"  // defines: OpBoundary, runs_16bit_natively
 #include "runtime/exec/cuda/cuda_backend.hpp"
 #include "runtime/exec/cuda/cuda_check.hpp"
 #include "runtime/exec/cuda/cuda_device.hpp"
@@ -25,6 +36,7 @@
 #include "runtime/exec/cuda/fused_dropout.hpp"
 #include "runtime/exec/cuda/gather.hpp"
 #include "runtime/exec/cuda/gemm.hpp"
+#include "runtime/exec/cuda/gemm_types.hpp"
 #include "runtime/exec/cuda/optimizer.hpp"
 #include "runtime/exec/cuda/rows.hpp"
 #include "runtime/exec/dropout_mask.hpp"
@@ -47,18 +59,56 @@ int64_t last_dim(const TaskGraph& g, int id) {
 class CudaBackend final : public cuda::CudaDevice {
  public:
   CudaBackend(int device, bool gemm_epilogues)
-      : CudaDevice(device), lt_(gemm_epilogues ? std::make_unique<cuda::LtGemm>() : nullptr) {}
+      : CudaDevice(device), lt_(gemm_epilogues ? std::make_unique<cuda::LtGemm>() : nullptr) {
+    cudaDeviceProp prop{};
+    PTSIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    cc_major_ = prop.major;
+    cc_minor_ = prop.minor;
+    gpu_name_ = prop.name;
+  }
   ~CudaBackend() override { (void)cudaFree(bias_grad_part_); }
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
   const char* name() const override { return "cuda-f32"; }
+  // f16/bf16 activations as 16 bits, converted at the op boundary (cuda_16bit_boundary.hpp).
+  bool stores_16bit() const override { return true; }
 
+  // An op with 16-bit operands runs its fp32 kernel on widened copies (boundary_), unless its kernel takes
+  // 16-bit operands itself (runs_16bit_natively: the 16-bit GEMMs gemm_types.hpp allows).
   void run(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
            const OpContext& context) override {
     // A bias gradient computed inside a GEMM is only used by the op right after that GEMM.
     if (op.kind != OpKind::bias_grad) pending_ = {};
+    stored_inputs_ = in;
+    if (cuda::has_16bit_operand(g, op) && runs_16bit_natively(g, op, in)) {
+      if (op.kind == OpKind::gemm || op.kind == OpKind::batched_gemm) {
+        gemm_16bit(g, op, in, out);
+        cuda::check_launch(models::to_string(op.kind));
+        return;
+      }
+      if (op.kind == OpKind::fused_attention || op.kind == OpKind::fused_attention_backward) {
+        fused_attention_16bit(g, op, in, out, context);  // the tensor-core kernels (attention_tc.hpp)
+        cuda::check_launch(models::to_string(op.kind));
+        return;
+      }
+    } else if (boundary_.prepare(g, op, in, out, compute_stream())) {
+      launch(g, op, boundary_.inputs(), boundary_.outputs(), context);
+      cuda::check_launch(models::to_string(op.kind));
+      boundary_.finish(compute_stream());
+      return;
+    }
     launch(g, op, in, out, context);
     cuda::check_launch(models::to_string(op.kind));
+  }
+
+  // The ops that take 16-bit operands directly (the rest go through the op-boundary conversion): the
+  // GEMMs gemm_types.hpp allows, and the bias_grad whose Σ dy the previous GEMM's epilogue wrote in fp32
+  // (it reads only that vector and an fp32 dbias).
+  bool runs_16bit_natively(const TaskGraph& g, const Op& op, std::span<void* const> in) const {
+    if (op.kind == OpKind::gemm || op.kind == OpKind::batched_gemm) return cuda::gemm_runs_natively(g, op);
+    if (op.kind == OpKind::bias_grad)
+      return pending_matches(op, in) && g.tensor(op.outputs.at(0)).dtype == models::DType::f32;
+    return false;
   }
 
   // The multi-tensor optimizer kernels (optimizer.cu) on the compute stream, bit for bit the CPU reference.
@@ -81,6 +131,8 @@ class CudaBackend final : public cuda::CudaDevice {
 
  private:
   cuda::MultiTensorOptimizer optimizer_;
+  int cc_major_ = 0, cc_minor_ = 0;  // the GPU's compute capability (bf16 GEMMs need 8.0, fp16 7.0)
+  std::string gpu_name_;
   std::unique_ptr<cuda::LtGemm> lt_;  // null: PTSIM_CUDA_GEMM_EPILOGUES=0
   // The bias gradient a GEMM's epilogue wrote into bias_grad_part_ for the bias_grad op `op` reading `dy`.
   struct PendingBiasGrad {
@@ -88,6 +140,10 @@ class CudaBackend final : public cuda::CudaDevice {
     const void* dy = nullptr;
   };
   PendingBiasGrad pending_;
+  // The op being run's input addresses as stored (its 16-bit ones are replaced by fp32 scratch for the
+  // kernel): the pending bias gradient is matched on these, which do not move from op to op.
+  std::span<void* const> stored_inputs_;
+  cuda::OpBoundary boundary_;  // the fp32 device scratch of 16-bit operands, reused op after op
   float* bias_grad_part_ = nullptr;  // device, bias_grad_part_elements_ floats
   int64_t bias_grad_part_elements_ = 0;
 
@@ -123,7 +179,7 @@ class CudaBackend final : public cuda::CudaDevice {
         break;
       case OpKind::bias_grad: {  // dy (M,N) → dbias (N) +=
         const int64_t N = elements(g, op.outputs[0]), M = elements(g, op.inputs[0]) / N;
-        if (pending_.op == op.id && pending_.dy == in[0]) {  // the previous GEMM's epilogue summed dy
+        if (pending_matches(op, stored_inputs_)) {  // the previous GEMM's epilogue summed dy (stored addresses)
           const float* terms[] = {y(0), bias_grad_part_};
           cuda::launch_add(y(0), terms, N, s);
           pending_ = {};
@@ -251,13 +307,35 @@ class CudaBackend final : public cuda::CudaDevice {
     }
   }
 
+  bool pending_matches(const Op& bias_grad, std::span<void* const> in) const {
+    return pending_.op == bias_grad.id && pending_.dy == in[0];
+  }
+
+  // A gemm / batched_gemm on 16-bit operands (gemm_types.hpp: runs_16bit_natively said yes).
+  void gemm_16bit(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out) {
+    const cuda::GemmTypes types = cuda::native_16bit_gemm_types(g, op).value();
+    cuda::check_gemm_element_supported(types.ab, cc_major_, cc_minor_, gpu_name_);
+    check_gemm_shapes(g, op);
+    const models::GemmAttrs& a = op.attrs.gemm;
+    const cuda::GemmOperands16 ops{out[0], in[0], in[1], a.has_bias ? in[2] : nullptr};
+    if (op.kind == OpKind::batched_gemm) {
+      cuda::batched_gemm_forward_16bit(cublas(), ops, types, a);
+      return;
+    }
+    if (gemm_with_next_bias_grad(g, op, in, out, types)) return;
+    cuda::gemm_forward_16bit(cublas(), lt_.get(), ops, types, a, [this](size_t bytes) { return scratch(bytes); },
+                             compute_stream());
+  }
+
   // The GEMM `op` with the next op's bias gradient in its cuBLASLt epilogue, when that op is a bias_grad
-  // the layout allows (lt_gemm_plan.hpp, bias_grad_epilogue). False: nothing enqueued, run it plainly.
+  // the layout allows (lt_gemm_plan.hpp, bias_grad_epilogue) into an fp32 dbias. False: nothing enqueued,
+  // run it plainly. `types`: the GEMM's stored types (fp32, or 16-bit A/B with an fp32 C).
   bool gemm_with_next_bias_grad(const TaskGraph& g, const Op& op, std::span<void* const> in,
-                                std::span<void* const> out) {
+                                std::span<void* const> out, const cuda::GemmTypes& types = {}) {
     const size_t next = static_cast<size_t>(op.id) + 1;
     if (!lt_ || op.attrs.gemm.has_bias || next >= g.ops.size() || g.ops[next].kind != OpKind::bias_grad) return false;
     const Op& bias_grad = g.ops[next];
+    if (g.tensor(bias_grad.outputs.at(0)).dtype != models::DType::f32) return false;
     const int dy = bias_grad.inputs.at(0);
     const int64_t N = elements(g, bias_grad.outputs.at(0));
     if (N <= 0) return false;
@@ -266,16 +344,15 @@ class CudaBackend final : public cuda::CudaDevice {
     const void* dy_address = nullptr;
     if (op.inputs[0] == dy) {
       epilogue = cuda::bias_grad_epilogue(op.attrs.gemm, cuda::GemmOperand::a, M, N);
-      dy_address = in[0];
+      dy_address = stored_inputs_[0];
     } else if (op.inputs[1] == dy) {
       epilogue = cuda::bias_grad_epilogue(op.attrs.gemm, cuda::GemmOperand::b, M, N);
-      dy_address = in[1];
+      dy_address = stored_inputs_[1];
     }
     if (!epilogue) return false;
     float* part = bias_grad_part(N);
-    if (!cuda::gemm_with_bias_grad(*lt_, static_cast<float*>(out[0]), static_cast<const float*>(in[0]),
-                                   static_cast<const float*>(in[1]), part, op.attrs.gemm, *epilogue, op.tf32_math,
-                                   compute_stream()))
+    if (!cuda::gemm_with_bias_grad(*lt_, out[0], in[0], in[1], part, op.attrs.gemm, *epilogue, op.tf32_math,
+                                   compute_stream(), types))
       return false;
     pending_ = {bias_grad.id, dy_address};
     return true;
@@ -295,8 +372,8 @@ class CudaBackend final : public cuda::CudaDevice {
     return bias_grad_part_;
   }
 
-  void fused_attention(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
-                       const OpContext& context) {
+  cuda::FusedAttentionArgs fused_attention_args(const TaskGraph& g, const Op& op, std::span<void* const> in,
+                                                const OpContext& context) {
     const AttentionProblem p = attention_problem(g, op, context);
     cuda::FusedAttentionArgs a;
     a.batch_heads = p.batch_heads;
@@ -308,18 +385,12 @@ class CudaBackend final : public cuda::CudaDevice {
     a.keep = p.has_mask ? static_cast<const int32_t*>(in[attention_mask_input(op)]) : nullptr;
     a.dropout_p = p.dropout_p;
     a.dropout_key = p.dropout_key;
-    if (cuda::fused_attention_runs_natively(g, op)) {  // 16-bit tensors as stored: the tensor-core kernels
-      const cuda::Attention16 t = cuda::attention16_of(g, op);
-      if (op.kind == OpKind::fused_attention)
-        cuda::launch_fused_attention_tc_forward(out[0], static_cast<float*>(out[1]), in[0], in[1], in[2], t, a,
-                                                compute_stream());
-      else
-        cuda::launch_fused_attention_tc_backward(out[0], out[1], out[2], in[0], in[1], in[2], in[3], in[4],
-                                                 static_cast<const float*>(in[5]), t, a,
-                                                 scratch(cuda::fused_attention_backward_scratch_bytes(a)),
-                                                 compute_stream());
-      return;
-    }
+    return a;
+  }
+
+  void fused_attention(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
+                       const OpContext& context) {
+    const cuda::FusedAttentionArgs a = fused_attention_args(g, op, in, context);
     auto x = [&](size_t i) { return static_cast<const float*>(in[i]); };
     auto y = [&](size_t i) { return static_cast<float*>(out[i]); };
     if (op.kind == OpKind::fused_attention) {
@@ -328,6 +399,21 @@ class CudaBackend final : public cuda::CudaDevice {
     }
     cuda::launch_fused_attention_backward(y(0), y(1), y(2), x(0), x(1), x(2), x(3), x(4), x(5), a,
                                           scratch(cuda::fused_attention_backward_scratch_bytes(a)), compute_stream());
+  }
+
+  // The fused attention on its 16-bit tensors as stored (an op cuda::fused_attention_runs_natively accepts).
+  void fused_attention_16bit(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
+                             const OpContext& context) {
+    const cuda::FusedAttentionArgs a = fused_attention_args(g, op, in, context);
+    const cuda::Attention16 t = cuda::attention16_of(g, op);
+    if (op.kind == OpKind::fused_attention) {
+      cuda::launch_fused_attention_tc_forward(out[0], static_cast<float*>(out[1]), in[0], in[1], in[2], t, a,
+                                              compute_stream());
+      return;
+    }
+    cuda::launch_fused_attention_tc_backward(out[0], out[1], out[2], in[0], in[1], in[2], in[3], in[4],
+                                             static_cast<const float*>(in[5]), t, a,
+                                             scratch(cuda::fused_attention_backward_scratch_bytes(a)), compute_stream());
   }
 
   // dst[index[m]] += src[m] (rows of H), deterministically (row_segments.cu).

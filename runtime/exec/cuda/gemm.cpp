@@ -6,6 +6,7 @@
 
 #include "runtime/exec/cuda/cuda_check.hpp"
 #include "runtime/exec/cuda/elementwise.hpp"
+#include "runtime/exec/cuda/gemm_finish.hpp"
 #include "runtime/exec/cuda/gemm_layout.hpp"
 
 namespace ptsim::runtime::cuda {
@@ -36,10 +37,12 @@ void gemm_forward(cublasHandle_t handle, LtGemm* lt, float* C, const float* A, c
   }
 }
 
-bool gemm_with_bias_grad(LtGemm& lt, float* C, const float* A, const float* B, float* bias_grad,
-                         const models::GemmAttrs& a, LtEpilogue epilogue, bool tf32, cudaStream_t stream) {
+bool gemm_with_bias_grad(LtGemm& lt, void* C, const void* A, const void* B, float* bias_grad,
+                         const models::GemmAttrs& a, LtEpilogue epilogue, bool tf32, cudaStream_t stream,
+                         const GemmTypes& types) {
+  if (types.cd != GemmElement::f32) return false;  // the vector would be 16-bit (C's type): not fused
   const float alpha = static_cast<float>(a.alpha), beta = a.accumulate ? 1.0f : 0.0f;
-  return lt.run(lt_gemm_plan(a, epilogue), alpha, beta, tf32, LtGemmOperands{C, B, A, bias_grad}, stream);
+  return lt.run(lt_gemm_plan(a, epilogue, types), alpha, beta, tf32, LtGemmOperands{C, B, A, bias_grad}, stream);
 }
 
 void batched_gemm_forward(cublasHandle_t handle, float* C, const float* A, const float* B,
@@ -50,6 +53,51 @@ void batched_gemm_forward(cublasHandle_t handle, float* C, const float* A, const
       handle, op(c.trans_first), op(c.trans_second), as_int(c.rows), as_int(c.cols), as_int(c.inner), &alpha, B,
       CUDA_R_32F, as_int(c.ld_first), c.stride_first, A, CUDA_R_32F, as_int(c.ld_second), c.stride_second, &beta, C,
       CUDA_R_32F, as_int(c.ld_out), c.stride_out, as_int(a.batch), compute_type(tf32), CUBLAS_GEMM_DEFAULT));
+}
+
+namespace {
+
+// C (+)= alpha·op(A)·op(B) on cublasGemmEx with the stored types, fp32 scale and accumulation.
+void gemm_ex_16bit(cublasHandle_t handle, void* C, cudaDataType_t c_type, const void* A, const void* B,
+                   GemmElement ab, const models::GemmAttrs& a, float beta) {
+  const ColumnMajorGemm c = column_major_gemm(a);
+  const float alpha = static_cast<float>(a.alpha);
+  PTSIM_CUBLAS_CHECK(cublasGemmEx(handle, op(c.trans_first), op(c.trans_second), as_int(c.rows), as_int(c.cols),
+                                  as_int(c.inner), &alpha, B, cuda_data_type(ab), as_int(c.ld_first), A,
+                                  cuda_data_type(ab), as_int(c.ld_second), &beta, C, c_type, as_int(c.ld_out),
+                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+}  // namespace
+
+void gemm_forward_16bit(cublasHandle_t handle, LtGemm* lt, const GemmOperands16& o, const GemmTypes& t,
+                        const models::GemmAttrs& a, const ScratchFn& scratch, cudaStream_t stream) {
+  const float beta = a.accumulate ? 1.0f : 0.0f;
+  if (!a.has_bias) {  // D = C in its own type: one rounding of alpha·AB + beta·C
+    gemm_ex_16bit(handle, o.c, cuda_data_type(t.cd), o.a, o.b, t.ab, a, beta);
+    return;
+  }
+  if (lt != nullptr) {  // Lt's A is the graph's B, its B the graph's A (gemm_layout.hpp)
+    const LtGemmOperands ops{o.c, o.b, o.a, const_cast<void*>(o.bias)};
+    if (lt->run(lt_gemm_plan(a, LtEpilogue::bias, t), static_cast<float>(a.alpha), beta, false, ops, stream)) return;
+  }
+  // The bias in fp32 after the product, then one rounding into D (gemm_finish.hpp).
+  auto* product = static_cast<float*>(scratch(static_cast<size_t>(a.m * a.n) * sizeof(float)));
+  gemm_ex_16bit(handle, product, CUDA_R_32F, o.a, o.b, t.ab, a, 0.0f);
+  launch_gemm_finish(o.c, t.cd, product, o.bias, t.bias, a.accumulate, a.m, a.n, stream);
+  check_launch("gemm_finish");
+}
+
+void batched_gemm_forward_16bit(cublasHandle_t handle, const GemmOperands16& o, const GemmTypes& t,
+                                const models::GemmAttrs& a) {
+  const ColumnMajorGemm c = column_major_gemm(a);
+  const float alpha = static_cast<float>(a.alpha), beta = a.accumulate ? 1.0f : 0.0f;
+  const cudaDataType_t ab = cuda_data_type(t.ab);
+  PTSIM_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      handle, op(c.trans_first), op(c.trans_second), as_int(c.rows), as_int(c.cols), as_int(c.inner), &alpha, o.b,
+      ab, as_int(c.ld_first), c.stride_first, o.a, ab, as_int(c.ld_second), c.stride_second, &beta, o.c,
+      cuda_data_type(t.cd), as_int(c.ld_out), c.stride_out, as_int(a.batch), CUBLAS_COMPUTE_32F,
+      CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace ptsim::runtime::cuda

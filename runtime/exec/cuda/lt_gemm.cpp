@@ -1,9 +1,11 @@
 // runtime/exec/cuda/lt_gemm.cpp — LtGemm (lt_gemm.hpp): cuBLASLt matmuls with the bias / bias-gradient
-// epilogues. Per shape (the plan, tf32, the operands' alignment) one matmul descriptor, the three matrix
-// layouts and the heuristic's first algorithm are built once and kept; each call sets the epilogue's
-// vector pointer on the cached descriptor and enqueues cublasLtMatmul with the one workspace.
+// epilogues. Per shape (the plan with its stored types, tf32, the operands' alignment) one matmul
+// descriptor, the three matrix layouts (CUDA_R_32F / 16BF / 16F) and the heuristic's first algorithm are
+// built once and kept; each call sets the epilogue's vector pointer on the cached descriptor and enqueues
+// cublasLtMatmul with the one workspace. Scale type and accumulation fp32 whatever the storage.
 #include "runtime/exec/cuda/lt_gemm.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "runtime/exec/cuda/cuda_check.hpp"
@@ -40,7 +42,7 @@ cublasLtEpilogue_t lt_epilogue(LtEpilogue e) {
 
 cublasLtMatrixLayout_t layout(const LtMatrix& m) {
   cublasLtMatrixLayout_t l = nullptr;
-  PTSIM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, static_cast<uint64_t>(m.rows),
+  PTSIM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, cuda_data_type(m.type), static_cast<uint64_t>(m.rows),
                                                 static_cast<uint64_t>(m.cols), m.ld));
   return l;
 }
@@ -55,11 +57,12 @@ void set_pref(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttribute
   PTSIM_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof(value)));
 }
 
-// The largest power of two (≤ 256, cuBLASLt's default assumption) dividing every address.
-int common_alignment(const LtGemmOperands& o) {
-  uintptr_t bits = reinterpret_cast<uintptr_t>(o.d) | reinterpret_cast<uintptr_t>(o.a) |
-                   reinterpret_cast<uintptr_t>(o.b) | reinterpret_cast<uintptr_t>(o.vector) | uintptr_t{256};
-  return static_cast<int>(bits & (~bits + 1));
+// The largest power of two (≤ 256, cuBLASLt's default assumption) dividing every address
+// (lt_common_alignment, lt_gemm_plan.hpp).
+int common_alignment(const LtGemmPlan& p, const LtGemmOperands& o) {
+  const uintptr_t addresses[] = {reinterpret_cast<uintptr_t>(o.d), reinterpret_cast<uintptr_t>(o.a),
+                                 reinterpret_cast<uintptr_t>(o.b), reinterpret_cast<uintptr_t>(o.vector)};
+  return lt_common_alignment(addresses, std::min(element_bytes(p.a.type), element_bytes(p.d.type)));
 }
 
 // The heuristic's first algorithm for this shape, epilogue and alignment, if it has any.
@@ -102,23 +105,27 @@ const LtGemmEntry& LtGemm::entry_for(const LtGemmPlan& plan, bool tf32, int alig
   e->plan = plan;
   e->tf32 = tf32;
   e->alignment = alignment;
+  // fp32 scale type (alpha, beta) and accumulation; TF32 only for fp32 operands.
+  const bool fast_tf32 = tf32 && plan.a.type == GemmElement::f32;
   PTSIM_CUBLAS_CHECK(cublasLtMatmulDescCreate(
-      &e->desc, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
+      &e->desc, fast_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
   set_desc(e->desc, CUBLASLT_MATMUL_DESC_TRANSA, plan.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N);
   set_desc(e->desc, CUBLASLT_MATMUL_DESC_TRANSB, plan.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N);
   set_desc(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, lt_epilogue(plan.epilogue));
-  if (plan.epilogue != LtEpilogue::none) set_desc(e->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, CUDA_R_32F);
+  if (plan.epilogue != LtEpilogue::none)
+    set_desc(e->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(cuda_data_type(plan.vector_type)));
   e->a = layout(plan.a);
   e->b = layout(plan.b);
   e->d = layout(plan.d);
-  choose_algorithm(handle_, *e);
+  // A vector type cublasLt.h does not document for this D is not asked for: the unfused path runs.
+  if (lt_vector_type_documented(plan)) choose_algorithm(handle_, *e);
   entries_.push_back(std::move(e));
   return *entries_.back();
 }
 
 bool LtGemm::run(const LtGemmPlan& plan, float alpha, float beta, bool tf32, const LtGemmOperands& ops,
                  cudaStream_t stream) {
-  const LtGemmEntry& e = entry_for(plan, tf32, common_alignment(ops));
+  const LtGemmEntry& e = entry_for(plan, tf32, common_alignment(plan, ops));
   if (!e.has_algorithm) return false;
   if (plan.epilogue != LtEpilogue::none) set_desc(e.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, ops.vector);
   PTSIM_CUBLAS_CHECK(cublasLtMatmul(handle_, e.desc, &alpha, ops.a, e.a, ops.b, e.b, &beta, ops.d, e.d, ops.d, e.d,

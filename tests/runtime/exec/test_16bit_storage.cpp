@@ -34,8 +34,8 @@ using ptsim::test::tiny_bert;
 namespace {
 
 // The CPU backend with 16-bit storage turned off: the executor then keeps f16/bf16 tensors in fp32 and rounds
-// every 16-bit output after its op (the emulation all CPU runs used before 16-bit storage; the CUDA backend
-// still does). The reference the 16-bit storage must reproduce to the bit, on whatever machine runs the test.
+// every 16-bit output after its op (the emulation all CPU and CUDA runs used before 16-bit storage). The
+// reference the 16-bit storage must reproduce to the bit, on whatever machine runs the test.
 class EmulatingBackend : public ptsim::test::ForwardingBackend {
  public:
   EmulatingBackend() : EmulatingBackend(make_cpu_backend(ComputeType::f32, 1)) {}

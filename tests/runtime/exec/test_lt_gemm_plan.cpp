@@ -1,6 +1,6 @@
 // tests/runtime/exec/test_lt_gemm_plan.cpp — the cuBLASLt matmul plans of the CUDA backend's GEMMs
 // (runtime/exec/cuda/lt_gemm_plan.hpp, no CUDA types) checked on the CPU: a plan is run through a
-// column-major interpreter of cuBLASLt's documented semantics (layouts as cublasLtMatrixLayoutCreate takes
+// column-major interpreter (lt_gemm_interpreter.hpp) of cuBLASLt's documented semantics (layouts as cublasLtMatrixLayoutCreate takes
 // them, transa/transb, the BIAS / BGRADA / BGRADB epilogues, cublasLt.h) and must give cpu::gemm_forward's C
 // (bias included) and cpu::bias_grad's dbias; which bias_grad layouts can ride on a GEMM; the environment
 // switch. Everything in double on the same inputs: only the summation order differs (k ≤ 9 terms), so the
@@ -14,52 +14,15 @@
 #include "runtime/exec/cpu_backend.hpp"
 #include "runtime/exec/cuda/lt_gemm_plan.hpp"
 #include "tests/runtime/exec/gradcheck.hpp"
+#include "tests/runtime/exec/lt_gemm_interpreter.hpp"
 
 using namespace ptsim::runtime;
 using ptsim::test::randn;
 
 namespace {
 
-// Element (i, j) of op(X) for a stored column-major X (element (r, c) at r + c·ld).
-double op_at(const std::vector<double>& X, const cuda::LtMatrix& l, bool trans, int64_t i, int64_t j) {
-  return trans ? X[static_cast<size_t>(j + i * l.ld)] : X[static_cast<size_t>(i + j * l.ld)];
-}
-
-struct LtResult {
-  std::vector<double> d, vector;
-};
-
-// cuBLASLt's D = alpha·op(A)·op(B) + beta·C (+ bias), and the bias-gradient vector of BGRADA / BGRADB.
-LtResult run_lt(const cuda::LtGemmPlan& p, double alpha, const std::vector<double>& A, const std::vector<double>& B,
-                double beta, const std::vector<double>& C, const std::vector<double>& bias) {
-  // The stored layouts must be consistent with op(A) m × k and op(B) k × n.
-  REQUIRE(p.a.rows == (p.trans_a ? p.k : p.m));
-  REQUIRE(p.a.cols == (p.trans_a ? p.m : p.k));
-  REQUIRE(p.b.rows == (p.trans_b ? p.n : p.k));
-  REQUIRE(p.b.cols == (p.trans_b ? p.k : p.n));
-  REQUIRE(p.d.rows == p.m);
-  REQUIRE(p.d.cols == p.n);
-  REQUIRE(p.a.ld >= p.a.rows);
-  REQUIRE(p.b.ld >= p.b.rows);
-  REQUIRE(p.d.ld >= p.d.rows);
-  LtResult r;
-  r.d = C;
-  for (int64_t j = 0; j < p.n; ++j)
-    for (int64_t i = 0; i < p.m; ++i) {
-      double s = 0;
-      for (int64_t q = 0; q < p.k; ++q) s += op_at(A, p.a, p.trans_a, i, q) * op_at(B, p.b, p.trans_b, q, j);
-      double& out = r.d[static_cast<size_t>(i + j * p.d.ld)];
-      out = alpha * s + beta * out + (p.epilogue == cuda::LtEpilogue::bias ? bias[static_cast<size_t>(i)] : 0.0);
-    }
-  r.vector.assign(static_cast<size_t>(p.epilogue_vector), 0.0);
-  if (p.epilogue == cuda::LtEpilogue::bias_grad_a)  // Σ over k of op(A)'s row i: one element per row of D
-    for (int64_t i = 0; i < p.m; ++i)
-      for (int64_t q = 0; q < p.k; ++q) r.vector[static_cast<size_t>(i)] += op_at(A, p.a, p.trans_a, i, q);
-  if (p.epilogue == cuda::LtEpilogue::bias_grad_b)  // Σ over k of op(B)'s column j: one per column of D
-    for (int64_t j = 0; j < p.n; ++j)
-      for (int64_t q = 0; q < p.k; ++q) r.vector[static_cast<size_t>(j)] += op_at(B, p.b, p.trans_b, q, j);
-  return r;
-}
+using ptsim::test::LtResult;
+using ptsim::test::run_lt;
 
 ptsim::models::GemmAttrs attrs(int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
   ptsim::models::GemmAttrs a;

@@ -14,7 +14,9 @@
 // 10 mantissa bits (u = 2^-11), a random-sign O(u) relative error per GEMM output; G GEMMs on the chain
 // random-walk to √(2G)·u (two rounded inputs per product). bf16 (both sides round every op output to bf16,
 // u = 2^-8, on the same graph): the sides differ only where fp32 noise moves a value across a bf16 rounding
-// boundary, by one bf16 rounding; at most every op output on the chain does so: √D·u.
+// boundary, by one bf16 rounding; at most every op output on the chain does so: √D·u. fp16 the same with
+// u = 2^-11 (below fp16's normal range a rounding is 2^-25 absolute, smaller still relative to the checks'
+// max |ref| and ‖ref‖₂ scales).
 // Checks, with those bounds F (forward) and B (backward):
 //   * losses: relative ≤ F (|∂L/∂z| ≤ 1 per row, and the logits' error is ≤ F·max|z| with max|z| ≲ L here);
 //   * logits: max |Δ| ≤ F · max |ref|;
@@ -277,8 +279,8 @@ inline Bounds rounding_bounds(const models::TaskGraph& g, const ModelCase& c, mo
     b.forward += std::sqrt(2.0 * forward_gemms) * u;
     b.backward += std::sqrt(2.0 * (forward_gemms + backward_gemms)) * u;
   }
-  if (side_precision == models::Precision::bf16) {
-    const double u = std::ldexp(1.0, -8);
+  if (side_precision == models::Precision::bf16 || side_precision == models::Precision::fp16) {
+    const double u = std::ldexp(1.0, side_precision == models::Precision::bf16 ? -8 : -11);
     b.forward += std::sqrt(static_cast<double>(forward_ops)) * u;
     b.backward += std::sqrt(static_cast<double>(forward_ops + backward_ops)) * u;
   }

@@ -3,8 +3,8 @@
 // GPT-2-tiny, same weights and batch, dropout off; losses, logits, every gradient and 3 steps of AdamW and
 // of LAMB; and bert-tiny and GPT-2-tiny with the fused dropout ops and dropout 0.1 (with_fused_dropout:
 // identical masks from the shared hash) at fp32. Precisions: fp32 (cuBLAS CUBLAS_COMPUTE_32F), tf32 (the graph's GEMMs with tf32_math: cuBLAS
-// TF32 tensor cores; the CPU reference computes the same graph in fp32) and bf16 (the CUDA backend keeps bf16
-// tensors as fp32 rounded after each write, the CPU stores them as 16 bits: the same values; bert-base-shaped at fp32 and tf32
+// TF32 tensor cores; the CPU reference computes the same graph in fp32) and bf16 (both backends store bf16
+// activations as 16 bits, converted at the op boundary from the same plan: the same rounding points; bert-base-shaped at fp32 and tf32
 // only, to keep the gpu suite short). Suite gpu; exits 77 without a GPU (tests/support/gpu_doctest_main.cpp).
 #include <doctest/doctest.h>
 

@@ -2,7 +2,7 @@
 // BERT (hidden 32, 2 layers) and the small test corpus: 200 bf16 steps track the fp32 loss curve within a
 // stated band; the metrics carry the loss scale and the skipped-step count; an fp16 checkpoint holds fp32
 // master weights and records the precision; N steps straight equal N/2 + --resume + N/2 to the bit with
-// dynamic loss scaling changing the scale on the way; flags that do not apply are exit 2.
+// dynamic loss scaling changing the scale on the way, and at bf16; flags that do not apply are exit 2.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -159,6 +159,32 @@ TEST_CASE("train --precision fp16: checkpoints keep fp32 masters and the precisi
                 quote(dir / "split") + " --resume");
   CHECK(r.exit_code == 2);
   CHECK_MESSAGE(r.output.find("precision") != std::string::npos, r.output);
+}
+
+TEST_CASE("train --precision bf16: N steps straight equal N/2 + --resume + N/2, byte for byte") {
+  // Dropout on and grad-accum 2, as the fp32 resume test in test_train.cpp: the resumed run must restore the
+  // fp32 masters and refresh the bf16 weight copies from them (write_parameter), or step 5 would read
+  // other copies. The 2-rank bf16 resume: tests/runtime/train/test_train_mpi_precision.cpp.
+  const TinySetup& s = setup();
+  const fs::path dir = fresh_dir("bf16-resume");
+  const std::string flags = base_flags(s) + " --steps 8 --micro-batch 4 --grad-accum 2 --lr 5e-2 --precision bf16";
+  auto r = run_ptsim(flags + " --checkpoint-dir " + quote(dir / "straight") + " --metrics " + quote(dir / "a.jsonl"));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  r = run_ptsim(flags + " --checkpoint-dir " + quote(dir / "split") + " --metrics " + quote(dir / "b.jsonl") +
+                " --stop-after 4");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  r = run_ptsim(flags + " --checkpoint-dir " + quote(dir / "split") + " --metrics " + quote(dir / "b.jsonl") + " --resume");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  const auto a = read_metrics(dir / "a.jsonl");
+  const auto b = read_metrics(dir / "b.jsonl");
+  REQUIRE(a.size() == 8);
+  REQUIRE(b.size() == 8);
+  for (size_t i = 0; i < a.size(); ++i) CHECK_MESSAGE(b[i].loss == a[i].loss, "step " << a[i].step);  // exact
+  for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
+    const std::string x = read_file(dir / "straight" / "step_8" / file);
+    CHECK_MESSAGE(!x.empty(), std::string(file));
+    CHECK_MESSAGE(x == read_file(dir / "split" / "step_8" / file), std::string(file) << " differs after the resume");
+  }
 }
 
 TEST_CASE("train: precision flags that do not apply are exit 2 naming the flag") {

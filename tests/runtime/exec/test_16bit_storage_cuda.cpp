@@ -1,0 +1,125 @@
+// tests/runtime/exec/test_16bit_storage_cuda.cpp — 16-bit storage on the CUDA backend (suite gpu; exits 77
+// without a GPU, tests/support/gpu_doctest_main.cpp): the conversion kernels (runtime/exec/cuda/
+// convert_16bit.cu) give the CPU's widen_16bit / narrow_16bit bits exactly, over all 65,536 16-bit patterns
+// and the fp32 sweep of half_bits_patterns.hpp (both run math/half_bits.hpp, NaNs included, so no
+// tolerance); and a bf16 and an fp16 step of bert-tiny on CUDA equal the CPU backend's within
+// model_steps_check.hpp's rounding_bounds (both sides store 16-bit activations as 16 bits and round every op
+// output once; the GEMMs' summation orders differ, so a value near a 16-bit rounding boundary may land on
+// either side: √D·u, u = 2^-8 / 2^-11), with the activation arena the same bytes on both backends, exactly:
+// the simulator's memory plan of the graph as stored, about half the fp32-stored one. Built in every build
+// (the conversion cases only with CUDA), so that the gpu suite lists it and skips it cleanly.
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/memory_plan.hpp"
+#include "runtime/exec/precision.hpp"
+#include "tests/runtime/exec/half_bits_patterns.hpp"
+#include "tests/runtime/train/model_steps_check.hpp"
+
+#ifdef PTSIM_HAVE_CUDA  // the kernels' header needs the CUDA toolkit; without it main exits 77 before any test
+#include <cuda_runtime_api.h>
+
+#include "runtime/exec/cuda/convert_16bit.hpp"
+#endif
+
+using namespace ptsim;
+using namespace ptsim::test::steps;
+using models::DType;
+
+#ifdef PTSIM_HAVE_CUDA
+namespace {
+
+void require_cuda(cudaError_t status, const char* what) {
+  REQUIRE_MESSAGE(status == cudaSuccess, what << ": " << cudaGetErrorString(status));
+}
+
+// A device copy of a host vector, freed on scope exit.
+template <class T>
+struct DeviceArray {
+  T* data = nullptr;
+  size_t n = 0;
+  explicit DeviceArray(size_t count) : n(count) {
+    require_cuda(cudaMalloc(reinterpret_cast<void**>(&data), n * sizeof(T)), "cudaMalloc");
+  }
+  ~DeviceArray() { (void)cudaFree(data); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  void upload(const std::vector<T>& v) {
+    require_cuda(cudaMemcpy(data, v.data(), n * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy to device");
+  }
+  std::vector<T> download() const {
+    std::vector<T> v(n);
+    require_cuda(cudaMemcpy(v.data(), data, n * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy to host");
+    return v;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("CUDA 16-bit conversions: widening every bf16 and fp16 pattern is the CPU's widen_16bit, bit for bit") {
+  std::vector<uint16_t> all(65536);
+  for (uint32_t h = 0; h < 65536; ++h) all[h] = static_cast<uint16_t>(h);
+  for (const DType t : {DType::bf16, DType::f16}) {
+    std::vector<float> want(all.size());
+    runtime::widen_16bit(want.data(), all.data(), all.size(), t);
+    DeviceArray<uint16_t> src(all.size());
+    DeviceArray<float> dst(all.size());
+    src.upload(all);
+    runtime::cuda::launch_widen_16bit(dst.data, src.data, all.size(), t == DType::bf16, nullptr);
+    require_cuda(cudaDeviceSynchronize(), "widen_16bit");
+    const std::vector<float> got = dst.download();
+    size_t wrong = 0;
+    for (size_t i = 0; i < all.size(); ++i) wrong += std::bit_cast<uint32_t>(got[i]) != std::bit_cast<uint32_t>(want[i]);
+    CHECK_MESSAGE(wrong == 0, std::string(models::to_string(t)) << ": " << wrong << " of 65536 patterns widen differently");
+  }
+}
+
+TEST_CASE("CUDA 16-bit conversions: narrowing the fp32 sweep is the CPU's narrow_16bit, bit for bit") {
+  const std::vector<uint32_t> patterns = test::fp32_sweep_patterns();
+  std::vector<float> x(patterns.size());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::bit_cast<float>(patterns[i]);
+  for (const DType t : {DType::bf16, DType::f16}) {
+    std::vector<uint16_t> want(x.size());
+    runtime::narrow_16bit(want.data(), x.data(), x.size(), t);
+    DeviceArray<float> src(x.size());
+    DeviceArray<uint16_t> dst(x.size());
+    src.upload(x);
+    runtime::cuda::launch_narrow_16bit(dst.data, src.data, x.size(), t == DType::bf16, nullptr);
+    require_cuda(cudaDeviceSynchronize(), "narrow_16bit");
+    const std::vector<uint16_t> got = dst.download();
+    size_t wrong = 0;
+    for (size_t i = 0; i < x.size(); ++i) wrong += got[i] != want[i];
+    CHECK_MESSAGE(wrong == 0, std::string(models::to_string(t)) << ": " << wrong << " of " << x.size() << " fp32 patterns narrow differently");
+  }
+}
+
+#endif  // PTSIM_HAVE_CUDA
+
+TEST_CASE("16-bit storage on CUDA: a bf16 and an fp16 bert-tiny step equal the CPU backend's; the arena is the same bytes") {
+  const ModelCase c = bert_tiny();
+  for (const models::Precision p : {models::Precision::bf16, models::Precision::fp16}) {
+    const std::string what = c.name + " " + models::to_string(p) + ", CUDA vs CPU (16-bit storage on both)";
+    const Side cuda{runtime::BackendKind::cuda, runtime::ComputeType::f32, p};
+    const Side cpu{runtime::BackendKind::cpu, runtime::ComputeType::f32, p};
+    const models::TaskGraph g = models::build_task_graph(c.spec, recipe(c, p, models::OptimizerKind::adamw));
+    const Bounds b = rounding_bounds(g, c, p);
+    Outcome o;
+    compare_step(run_step(c, cuda), run_step(c, cpu), b, o);
+    MESSAGE(summary(what, b, o));
+    for (const std::string& f : o.failures) FAIL_CHECK(what << ": " << f);
+
+    const size_t cuda_arena = open_session(c, cuda, models::OptimizerKind::adamw)->ex->allocated_activation_bytes();
+    const size_t cpu_arena = open_session(c, cpu, models::OptimizerKind::adamw)->ex->allocated_activation_bytes();
+    const double planned = models::plan_memory(runtime::storage_graph(g, true)).activations_peak_bytes;
+    const double fp32_stored = models::plan_memory(runtime::storage_graph(g, false)).activations_peak_bytes;
+    MESSAGE(what << ": arena " << cuda_arena << " bytes on CUDA, " << cpu_arena << " on the CPU, planned " << planned
+                 << ", fp32-stored " << fp32_stored);
+    CHECK(cuda_arena == cpu_arena);
+    CHECK(static_cast<double>(cuda_arena) == planned);
+    CHECK(static_cast<double>(cuda_arena) < 0.75 * fp32_stored);  // 16-bit activations: about half
+  }
+}
