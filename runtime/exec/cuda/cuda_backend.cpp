@@ -27,6 +27,7 @@
 #include "runtime/comm/local_device.hpp"
 #include "runtime/exec/attention_problem.hpp"  // defines: attention_problem, attention_mask_input
 #include "runtime/exec/cuda/attention.hpp"
+#include "runtime/exec/cuda/attention_tc_dispatch.hpp"
 #include "runtime/exec/cuda/cuda_16bit_boundary.hpp"  // defines: OpBoundary, runs_16bit_natively
 #include "runtime/exec/cuda/cuda_backend.hpp"
 #include "runtime/exec/cuda/cuda_check.hpp"
@@ -82,6 +83,11 @@ class CudaBackend final : public cuda::CudaDevice {
     if (cuda::has_16bit_operand(g, op) && runs_16bit_natively(g, op, in)) {
       if (op.kind == OpKind::gemm || op.kind == OpKind::batched_gemm) {
         gemm_16bit(g, op, in, out);
+        cuda::check_launch(models::to_string(op.kind));
+        return;
+      }
+      if (op.kind == OpKind::fused_attention || op.kind == OpKind::fused_attention_backward) {
+        fused_attention_16bit(g, op, in, out, context);  // the tensor-core kernels (attention_tc.hpp)
         cuda::check_launch(models::to_string(op.kind));
         return;
       }
@@ -366,8 +372,8 @@ class CudaBackend final : public cuda::CudaDevice {
     return bias_grad_part_;
   }
 
-  void fused_attention(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
-                       const OpContext& context) {
+  cuda::FusedAttentionArgs fused_attention_args(const TaskGraph& g, const Op& op, std::span<void* const> in,
+                                                const OpContext& context) {
     const AttentionProblem p = attention_problem(g, op, context);
     cuda::FusedAttentionArgs a;
     a.batch_heads = p.batch_heads;
@@ -379,6 +385,12 @@ class CudaBackend final : public cuda::CudaDevice {
     a.keep = p.has_mask ? static_cast<const int32_t*>(in[attention_mask_input(op)]) : nullptr;
     a.dropout_p = p.dropout_p;
     a.dropout_key = p.dropout_key;
+    return a;
+  }
+
+  void fused_attention(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
+                       const OpContext& context) {
+    const cuda::FusedAttentionArgs a = fused_attention_args(g, op, in, context);
     auto x = [&](size_t i) { return static_cast<const float*>(in[i]); };
     auto y = [&](size_t i) { return static_cast<float*>(out[i]); };
     if (op.kind == OpKind::fused_attention) {
@@ -387,6 +399,21 @@ class CudaBackend final : public cuda::CudaDevice {
     }
     cuda::launch_fused_attention_backward(y(0), y(1), y(2), x(0), x(1), x(2), x(3), x(4), x(5), a,
                                           scratch(cuda::fused_attention_backward_scratch_bytes(a)), compute_stream());
+  }
+
+  // The fused attention on its 16-bit tensors as stored (an op cuda::fused_attention_runs_natively accepts).
+  void fused_attention_16bit(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
+                             const OpContext& context) {
+    const cuda::FusedAttentionArgs a = fused_attention_args(g, op, in, context);
+    const cuda::Attention16 t = cuda::attention16_of(g, op);
+    if (op.kind == OpKind::fused_attention) {
+      cuda::launch_fused_attention_tc_forward(out[0], static_cast<float*>(out[1]), in[0], in[1], in[2], t, a,
+                                              compute_stream());
+      return;
+    }
+    cuda::launch_fused_attention_tc_backward(out[0], out[1], out[2], in[0], in[1], in[2], in[3], in[4],
+                                             static_cast<const float*>(in[5]), t, a,
+                                             scratch(cuda::fused_attention_backward_scratch_bytes(a)), compute_stream());
   }
 
   // dst[index[m]] += src[m] (rows of H), deterministically (row_segments.cu).
