@@ -461,7 +461,10 @@ struct Executor::Impl {
     const bool overlap = comm && options.overlap_comm && micro_step == graph.micro_steps - 1 &&
                          graph.recipe.data_parallel > 1;
     if (overlap) check_communicator(*comm);
-    if (micro_step == 0) backend->fill_zero(DeviceSpan::of(gradients));
+    if (micro_step == 0) {
+      backend->fill_zero(DeviceSpan::of(gradients));
+      grad_factor = 1.0;  // read_gradient: the new step's gradients, as stored (the last tail's unscale is over)
+    }
     const OpContext context{options.seed, step, micro_step};
     for (size_t k = 0; k < body_ops.size(); ++k) {
       if (options.stop_requested && options.stop_requested()) {

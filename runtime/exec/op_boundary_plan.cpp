@@ -61,7 +61,10 @@ size_t op_scratch_floats(const models::TaskGraph& graph, const models::Op& op) {
 
 size_t boundary_scratch_bytes(const models::TaskGraph& graph) {
   size_t most = 0;
-  for (const models::Op& op : graph.ops) most = std::max(most, op_scratch_floats(graph, op));
+  // Only the micro-step ops go to Backend::run; the step tail's all-reduce, norm and optimizer ops read the
+  // 16-bit gradients through their own operations (convert, scaled_sum_of_squares, optimizer_step).
+  for (const models::Op& op : graph.ops)
+    if (models::is_micro_step_phase(op.phase)) most = std::max(most, op_scratch_floats(graph, op));
   return most * sizeof(float);
 }
 

@@ -44,8 +44,9 @@ struct OpBoundaryPlan {
 OpBoundaryPlan plan_op_boundary(const models::TaskGraph& graph, const models::Op& op);
 // plan_op_boundary(graph, op).scratch_floats, without building the plan.
 size_t op_scratch_floats(const models::TaskGraph& graph, const models::Op& op);
-// The scratch one backend needs to run every op of `graph` (bytes): the largest op's. 0 for a graph with no
-// 16-bit tensor (fp32 storage). The trainer's memory check counts it on top of the memory plan.
+// The scratch one backend needs to run every op of `graph` that goes to Backend::run (bytes): the largest
+// micro-step op's (forward, recompute, backward; the step tail's ops never cross the boundary). 0 for a graph
+// with no 16-bit tensor (fp32 storage). The trainer's memory check counts it on top of the memory plan.
 size_t boundary_scratch_bytes(const models::TaskGraph& graph);
 
 }  // namespace ptsim::runtime

@@ -8,13 +8,11 @@
 // epilogue; and when the op right after a GEMM is a bias_grad whose dy the GEMM reduces over its rows (the
 // weight-gradient GEMM of a linear layer, bias_grad_epilogue), the GEMM also writes Σ dy into a backend
 // vector and that bias_grad only adds the vector into dbias (no second pass over dy).
-// 16-bit operands (the graph given is the storage graph): runs_16bit_natively(op) says which ops take them
-// directly — the GEMMs gemm_types.hpp allows (gemm_forward_16bit, batched_gemm_forward_16bit: bf16/fp16
-// A and B, fp32 accumulation; bf16 refused below sm_80, fp16 below sm_70) and a bias_grad whose sum a
-// 16-bit GEMM's epilogue already wrote; any other op with a 16-bit operand needs the op-boundary conversion
-// to fp32, which is not in this file yet (a std::logic_error says so). Today the executor stores no tensor
-// of a CUDA run as 16 bits (stores_16bit() is false), so this path runs only when a caller passes a graph
-// with 16-bit tensors itself (the 16-bit GEMM harness, test_backend_ops_16bit.cpp).
+// 16-bit operands (the graph given is the storage graph: activations, weight copies and gradients of a
+// bf16/fp16 run): runs_16bit_natively says which ops take them directly — the GEMMs gemm_types.hpp allows
+// (gemm_forward_16bit, batched_gemm_forward_16bit: bf16/fp16 A and B, fp32 accumulation; bf16 refused below
+// sm_80, fp16 below sm_70) and a bias_grad whose sum a GEMM's epilogue already wrote; every other op with a
+// 16-bit operand runs its fp32 kernel on widened copies (the op boundary, cuda_16bit_boundary.hpp).
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -79,7 +77,7 @@ class CudaBackend final : public cuda::CudaDevice {
            const OpContext& context) override {
     // A bias gradient computed inside a GEMM is only used by the op right after that GEMM.
     if (op.kind != OpKind::bias_grad) pending_ = {};
-    stored_inputs_ = in;
+    stored_inputs_.assign(in.begin(), in.end());  // launch() may get the boundary's scratch addresses instead
     if (cuda::has_16bit_operand(g, op) && runs_16bit_natively(g, op, in)) {
       if (op.kind == OpKind::gemm || op.kind == OpKind::batched_gemm) {
         gemm_16bit(g, op, in, out);
@@ -142,7 +140,7 @@ class CudaBackend final : public cuda::CudaDevice {
   PendingBiasGrad pending_;
   // The op being run's input addresses as stored (its 16-bit ones are replaced by fp32 scratch for the
   // kernel): the pending bias gradient is matched on these, which do not move from op to op.
-  std::span<void* const> stored_inputs_;
+  std::vector<void*> stored_inputs_;
   cuda::OpBoundary boundary_;  // the fp32 device scratch of 16-bit operands, reused op after op
   float* bias_grad_part_ = nullptr;  // device, bias_grad_part_elements_ floats
   int64_t bias_grad_part_elements_ = 0;
