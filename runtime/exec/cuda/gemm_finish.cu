@@ -1,27 +1,27 @@
 // runtime/exec/cuda/gemm_finish.cu — launch_gemm_finish (gemm_finish.hpp): D = fp32 product (+ C) (+ bias),
-// narrowed once to D's type with __float2bfloat16_rn / __float2half_rn (round to nearest even, as the
-// CPU's narrow_16bit, runtime/exec/precision.hpp).
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+// narrowed once to D's type with the CPU's own conversions (runtime/exec/math/half_bits.hpp: round to
+// nearest even, a NaN becomes the quiet NaN with its sign), so both backends store the same 16 bits.
+#include <cstdint>
 
 #include "runtime/exec/cuda/gemm_finish.hpp"
 #include "runtime/exec/cuda/kernel_common.cuh"
+#include "runtime/exec/math/half_bits.hpp"
 
 namespace ptsim::runtime::cuda {
 namespace {
 
 __device__ float load(const void* p, GemmElement t, int64_t i) {
   switch (t) {
-    case GemmElement::bf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-    case GemmElement::f16: return __half2float(static_cast<const __half*>(p)[i]);
+    case GemmElement::bf16: return math::bf16_to_float(static_cast<const uint16_t*>(p)[i]);
+    case GemmElement::f16: return math::f16_to_float(static_cast<const uint16_t*>(p)[i]);
     default: return static_cast<const float*>(p)[i];
   }
 }
 
 __device__ void store(void* p, GemmElement t, int64_t i, float v) {
   switch (t) {
-    case GemmElement::bf16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v); break;
-    case GemmElement::f16: static_cast<__half*>(p)[i] = __float2half_rn(v); break;
+    case GemmElement::bf16: static_cast<uint16_t*>(p)[i] = math::float_to_bf16(v); break;
+    case GemmElement::f16: static_cast<uint16_t*>(p)[i] = math::float_to_f16(v); break;
     default: static_cast<float*>(p)[i] = v; break;
   }
 }

@@ -11,6 +11,7 @@
 #pragma once
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include "core/error.hpp"
 #include "models/task_graph.hpp"
 #include "runtime/exec/cuda/gemm_element.hpp"
+#include "runtime/exec/precision.hpp"
 
 namespace ptsim::runtime::cuda {
 
@@ -64,15 +66,8 @@ inline bool gemm_runs_natively(const models::TaskGraph& g, const models::Op& op)
 
 // Whether op reads or writes any f16/bf16 tensor.
 inline bool has_16bit_operand(const models::TaskGraph& g, const models::Op& op) {
-  auto half = [&](int id) {
-    const models::DType t = g.tensor(id).dtype;
-    return t == models::DType::bf16 || t == models::DType::f16;
-  };
-  for (int id : op.inputs)
-    if (half(id)) return true;
-  for (int id : op.outputs)
-    if (half(id)) return true;
-  return false;
+  auto half = [&](int id) { return is_16bit_float(g.tensor(id).dtype); };
+  return std::any_of(op.inputs.begin(), op.inputs.end(), half) || std::any_of(op.outputs.begin(), op.outputs.end(), half);
 }
 
 // Refuses a 16-bit GEMM type the GPU `gpu_name` with compute capability major.minor cannot run: bf16
