@@ -99,7 +99,7 @@ TEST_CASE("CUDA 16-bit conversions: narrowing the fp32 sweep is the CPU's narrow
 
 #endif  // PTSIM_HAVE_CUDA
 
-TEST_CASE("16-bit storage on CUDA: a bf16 and an fp16 bert-tiny step equal the CPU backend's; the arena is the same bytes") {
+TEST_CASE("16-bit storage on CUDA: a bf16 and an fp16 bert-tiny step equal the CPU backend's; the arena and the parameter buffers are the same bytes") {
   const ModelCase c = bert_tiny();
   for (const models::Precision p : {models::Precision::bf16, models::Precision::fp16}) {
     const std::string what = c.name + " " + models::to_string(p) + ", CUDA vs CPU (16-bit storage on both)";
@@ -112,8 +112,17 @@ TEST_CASE("16-bit storage on CUDA: a bf16 and an fp16 bert-tiny step equal the C
     MESSAGE(summary(what, b, o));
     for (const std::string& f : o.failures) FAIL_CHECK(what << ": " << f);
 
-    const size_t cuda_arena = open_session(c, cuda, models::OptimizerKind::adamw)->ex->allocated_activation_bytes();
-    const size_t cpu_arena = open_session(c, cpu, models::OptimizerKind::adamw)->ex->allocated_activation_bytes();
+    const auto cuda_session = open_session(c, cuda, models::OptimizerKind::adamw);
+    const auto cpu_session = open_session(c, cpu, models::OptimizerKind::adamw);
+    const size_t cuda_arena = cuda_session->ex->allocated_activation_bytes();
+    const size_t cpu_arena = cpu_session->ex->allocated_activation_bytes();
+    // Weight copies and gradients at 2 bytes on both (the executor's 16-bit parameter storage), masters fp32.
+    const runtime::Executor::ParameterBytes cuda_params = cuda_session->ex->allocated_parameter_bytes();
+    const runtime::Executor::ParameterBytes cpu_params = cpu_session->ex->allocated_parameter_bytes();
+    CHECK(cuda_params.weights == cpu_params.weights);
+    CHECK(cuda_params.gradients == cpu_params.gradients);
+    CHECK(cuda_params.masters == cpu_params.masters);
+    CHECK(2 * cuda_params.gradients <= cuda_params.masters + 64 * g.params.size());  // 2 vs 4 bytes, 64-byte alignment each
     const double planned = models::plan_memory(runtime::storage_graph(g, true)).activations_peak_bytes;
     const double fp32_stored = models::plan_memory(runtime::storage_graph(g, false)).activations_peak_bytes;
     MESSAGE(what << ": arena " << cuda_arena << " bytes on CUDA, " << cpu_arena << " on the CPU, planned " << planned
