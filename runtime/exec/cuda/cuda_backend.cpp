@@ -109,7 +109,9 @@ class CudaBackend final : public cuda::CudaDevice {
     return false;
   }
 
-  // The multi-tensor optimizer kernels (optimizer.cu) on the compute stream, bit for bit the CPU reference.
+  // The multi-tensor optimizer kernels (optimizer.cu) on the compute stream, bit for bit the CPU reference,
+  // for f32 and 16-bit gradients alike (read times StepInputs::grad_factor: scaled_read.hpp).
+  bool optimizer_reads_16bit_gradients() const override { return true; }
   void optimizer_step(const optim_math::Hyperparameters& hyper, const optim_math::StepInputs& in,
                       std::span<const OptimizerTensor> tensors) override {
     const int states = optimizer_state_arrays(hyper.rule);
@@ -119,9 +121,10 @@ class CudaBackend final : public cuda::CudaDevice {
       check_optimizer_tensor(t, states);
       list[i].elements = t.weight.bytes / sizeof(float);
       list[i].decay = t.decay;
+      list[i].grad_storage = cuda::tail_storage(t.grad_dtype);
       if (list[i].elements == 0) continue;  // no addresses needed (nor, for a 0-byte buffer, any)
       list[i].weight = static_cast<float*>(kernel_address(t.weight));
-      list[i].grad = static_cast<const float*>(kernel_address(t.grad));
+      list[i].grad = kernel_address(t.grad);
       for (int k = 0; k < states; ++k) list[i].state[k] = static_cast<float*>(kernel_address(t.state[k]));
     }
     optimizer_.step(hyper, in, list, compute_stream());

@@ -9,9 +9,11 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "runtime/exec/cpu_16bit_vectors.hpp"  // defines: tail_element_bytes
 #include "runtime/exec/cpu_parallel.hpp"  // defines: kChunkElements (the sum of squares' chunks)
 #include "runtime/exec/cuda/cuda_backend.hpp"
 #include "runtime/exec/cuda/cuda_check.hpp"
+#include "runtime/exec/cuda/convert_16bit.hpp"
 #include "runtime/exec/cuda/vector_ops.hpp"
 #include "runtime/exec/precision.hpp"
 
@@ -190,10 +192,54 @@ double CudaDevice::sum_of_squares(const DeviceSpan& span) {
   launch_sum_of_squares(norm_result_, partials, reinterpret_cast<const float*>(checked(span)), n, cpu::kChunkElements,
                         compute_stream());
   check_launch("sum_of_squares");
+  return read_norm_result();
+}
+
+double CudaDevice::read_norm_result() {
   double result = 0.0;
   PTSIM_CUDA_CHECK(cudaMemcpyAsync(&result, norm_result_, sizeof(double), cudaMemcpyDeviceToHost, compute_stream()));
   PTSIM_CUDA_CHECK(cudaStreamSynchronize(compute_stream()));
   return result;
+}
+
+math::TailStorage tail_storage(models::DType dtype) {
+  if (dtype == models::DType::f32) return math::TailStorage::f32;
+  if (dtype == models::DType::f16) return math::TailStorage::f16;
+  if (dtype == models::DType::bf16) return math::TailStorage::bf16;
+  throw std::logic_error("cuda backend: step-tail arrays are f32, f16 or bf16 only");
+}
+
+// Backend's contract (backend.hpp): f32 with factor 1 is the plain sum; otherwise every element read as
+// fp32(widen(x)·fp32(factor)), in sum_of_squares' chunks and lanes.
+double CudaDevice::scaled_sum_of_squares(const DeviceSpan& span, models::DType dtype, double factor) {
+  const float f = static_cast<float>(factor);
+  if (dtype == models::DType::f32 && f == 1.0f) return sum_of_squares(span);
+  const size_t n = span.bytes / cpu::tail_element_bytes(dtype);
+  if (n == 0) return 0.0;
+  auto* partials = static_cast<double*>(scratch(cpu::chunk_count(n) * sizeof(double)));
+  launch_scaled_sum_of_squares(norm_result_, partials, checked(span), tail_storage(dtype), f, n, cpu::kChunkElements,
+                               compute_stream());
+  check_launch("scaled_sum_of_squares");
+  return read_norm_result();
+}
+
+// The CPU's convert_host rules (cpu_16bit_vectors.cpp): equal dtypes copy, f32 ↔ f16/bf16 convert, f16 ↔ bf16
+// is not a step-tail conversion.
+void CudaDevice::convert(const DeviceSpan& dst, models::DType dst_dtype, const DeviceSpan& src, models::DType src_dtype) {
+  const size_t out = cpu::tail_element_bytes(dst_dtype), in = cpu::tail_element_bytes(src_dtype);
+  const size_t n = src.bytes / in;
+  if (dst.bytes != n * out) throw std::invalid_argument("convert: the spans hold different element counts");
+  if (dst_dtype == src_dtype) return copy(dst, src);
+  if (out == in) throw std::logic_error("convert: between f16 and bf16 (not a step-tail conversion)");
+  if (n == 0) return;
+  if (dst_dtype == models::DType::f32) {
+    launch_widen_16bit(reinterpret_cast<float*>(checked(dst)), reinterpret_cast<const uint16_t*>(checked(src)), n,
+                       src_dtype == models::DType::bf16, compute_stream());
+  } else {
+    launch_narrow_16bit(reinterpret_cast<uint16_t*>(checked(dst)), reinterpret_cast<const float*>(checked(src)), n,
+                        dst_dtype == models::DType::bf16, compute_stream());
+  }
+  check_launch("convert");
 }
 
 void* CudaDevice::scratch(size_t bytes) {

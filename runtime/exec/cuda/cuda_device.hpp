@@ -14,11 +14,15 @@
 #include "runtime/comm/cuda_stream_source.hpp"
 #include "runtime/exec/backend.hpp"
 #include "runtime/exec/cuda/device_error.hpp"
+#include "runtime/exec/math/scaled_read.hpp"  // defines: TailStorage
 
 namespace ptsim::runtime::cuda {
 
 // Also a CudaStreamSource: the NCCL communicator (runtime/comm/nccl_communicator.*) enqueues its
 // all-reduces on the native stream behind a ptsim Stream.
+// How a kernel takes an array of `dtype` (f32, f16 or bf16; throws std::logic_error for others).
+math::TailStorage tail_storage(models::DType dtype);
+
 class CudaDevice : public Backend, public CudaStreamSource {
  public:
   // Device `device`; the caller has checked that it exists.
@@ -48,6 +52,9 @@ class CudaDevice : public Backend, public CudaStreamSource {
   void round_to_dtype(const DeviceSpan& span, models::DType dtype) override;
   void scale(const DeviceSpan& span, double factor) override;
   double sum_of_squares(const DeviceSpan& span) override;
+  // On the device (vector_ops.cu, convert_16bit.cu), the bits of Backend's host-copy defaults.
+  double scaled_sum_of_squares(const DeviceSpan& span, models::DType dtype, double factor) override;
+  void convert(const DeviceSpan& dst, models::DType dst_dtype, const DeviceSpan& src, models::DType src_dtype) override;
 
  protected:
   cudaStream_t compute_stream() const { return streams_[0]; }
@@ -56,6 +63,8 @@ class CudaDevice : public Backend, public CudaStreamSource {
   // At least `bytes` of device scratch for one op (valid until the next call; grows by reallocating after
   // a stream synchronisation).
   void* scratch(size_t bytes);
+  // The double at norm_result_, after the compute stream's queued work.
+  double read_norm_result();
   // Throws core::InputError for a bad id/index/label a kernel reported (and clears the record).
   void raise_device_errors();
 
@@ -71,7 +80,7 @@ class CudaDevice : public Backend, public CudaStreamSource {
   cublasHandle_t cublas_ = nullptr;
   void* cublas_workspace_ = nullptr;
   DeviceError* error_ = nullptr;   // device memory
-  double* norm_result_ = nullptr;  // device: sum_of_squares' one double
+  double* norm_result_ = nullptr;  // device: the sums of squares' one double
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
 };

@@ -18,6 +18,9 @@
 // the flag the PTX has mul.rn/add.rn and no fma (checked: 37 fma.rn.f32 without it, 0 with it). fp32
 // division and sqrtf stay IEEE round-to-nearest (nvcc's defaults -prec-div=true, -prec-sqrt=true,
 // -ftz=false; no --use_fast_math); double division and sqrt are always correctly rounded.
+// Gradients: every pass reads element e of a tensor's gradient as math::scaled_element (f32, f16 or bf16
+// widened, times the step's fp32 grad_factor; scaled_read.hpp), the value the CPU reference's fp32_chunk
+// forms, so a 16-bit gradient bucket with the loss-scale unscale on read gets the reference's bits too.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -30,17 +33,19 @@
 #include "runtime/exec/cuda/kernel_common.cuh"
 #include "runtime/exec/cuda/optimizer.hpp"
 #include "runtime/exec/math/lane_sums.hpp"
+#include "runtime/exec/math/scaled_read.hpp"
 
 namespace ptsim::runtime::cuda {
 
 // One tensor as the kernels see it: addresses (v null for SGD) and its chunks in the work list.
 struct DeviceTensor {
   float* weight;
-  const float* grad;
-  float* m;  // SGD: the momentum
+  const void* grad;  // grad_storage elements
+  float* m;          // SGD: the momentum
   float* v;
   int64_t first_chunk, chunks;
   int32_t decay;
+  math::TailStorage grad_storage;
 };
 
 namespace {
@@ -82,18 +87,23 @@ namespace {
 
 // ---- per-element work of each pass (optim_math's functions; i is the tensor's index in the list) ----
 
+// The fp32 gradient of element e of t: widened, times the step's grad_factor (scaled_read.hpp).
+__device__ float gradient(const DeviceTensor& t, int64_t e, float grad_factor) {
+  return math::scaled_element(t.grad, t.grad_storage, e, grad_factor);
+}
+
 struct AdamWElement {
   AdamStep decay, no_decay;
-  float lr, clip;
+  float lr, clip, grad_factor;
   __device__ void operator()(const DeviceTensor& t, int64_t, int64_t e) const {
-    optim_math::adamw_element(t.weight[e], t.grad[e], t.m[e], t.v[e], t.decay ? decay : no_decay, lr, clip);
+    optim_math::adamw_element(t.weight[e], gradient(t, e, grad_factor), t.m[e], t.v[e], t.decay ? decay : no_decay, lr, clip);
   }
 };
 
 struct SgdElement {
-  float mu, lambda, lr, clip;
+  float mu, lambda, lr, clip, grad_factor;
   __device__ void operator()(const DeviceTensor& t, int64_t, int64_t e) const {
-    optim_math::sgd_element(t.weight[e], t.grad[e], t.m[e], mu, t.decay ? lambda : 0.0f, lr, clip);
+    optim_math::sgd_element(t.weight[e], gradient(t, e, grad_factor), t.m[e], mu, t.decay ? lambda : 0.0f, lr, clip);
   }
 };
 
@@ -108,8 +118,9 @@ struct LambApplyElement {
 struct LansApplyElement {
   AdamStep decay, no_decay;
   const float *inv_grad_norm, *step_r, *step_c;
+  float grad_factor;
   __device__ void operator()(const DeviceTensor& t, int64_t i, int64_t e) const {
-    optim_math::lans_apply(t.weight[e], t.grad[e], inv_grad_norm[i], t.m[e], t.v[e], t.decay ? decay : no_decay,
+    optim_math::lans_apply(t.weight[e], gradient(t, e, grad_factor), inv_grad_norm[i], t.m[e], t.v[e], t.decay ? decay : no_decay,
                            step_r[i], step_c[i]);
   }
 };
@@ -117,27 +128,28 @@ struct LansApplyElement {
 // Sum passes: the two values whose squares are summed (x, y), as the CPU reference returns them.
 struct LambMomentsSquares {  // pass 1: moments; u and w (the weight before the step)
   AdamStep decay, no_decay;
-  float clip;
+  float clip, grad_factor;
   __device__ float2 operator()(const DeviceTensor& t, int64_t, int64_t e) const {
     const float w = t.weight[e];
-    const float u =
-        optim_math::lamb_moments_and_direction(w, t.grad[e], t.m[e], t.v[e], t.decay ? decay : no_decay, clip);
+    const float u = optim_math::lamb_moments_and_direction(w, gradient(t, e, grad_factor), t.m[e], t.v[e], t.decay ? decay : no_decay, clip);
     return make_float2(u, w);
   }
 };
 
 struct LansGradWeightSquares {  // pass 0: g and w
+  float grad_factor;
   __device__ float2 operator()(const DeviceTensor& t, int64_t, int64_t e) const {
-    return make_float2(t.grad[e], t.weight[e]);
+    return make_float2(gradient(t, e, grad_factor), t.weight[e]);
   }
 };
 
 struct LansMomentsSquares {  // pass 1: moments on ĝ; r + λw and c + λw
   AdamStep decay, no_decay;
   const float* inv_grad_norm;
+  float grad_factor;
   __device__ float2 operator()(const DeviceTensor& t, int64_t i, int64_t e) const {
     float ur = 0.0f, uc = 0.0f;
-    optim_math::lans_moments_and_directions(t.weight[e], t.grad[e], inv_grad_norm[i], t.m[e], t.v[e],
+    optim_math::lans_moments_and_directions(t.weight[e], gradient(t, e, grad_factor), inv_grad_norm[i], t.m[e], t.v[e],
                                             t.decay ? decay : no_decay, ur, uc);
     return make_float2(ur, uc);
   }
@@ -252,8 +264,9 @@ unsigned tensor_blocks(const OptimizerDeviceTables& d) { return blocks_for(d.ten
 void lamb(const optim_math::Hyperparameters& h, const optim_math::StepInputs& in, const OptimizerDeviceTables& d,
           cudaStream_t stream) {
   const AdamStep decay = optim_math::adam_step(h, in.t, true), no_decay = optim_math::adam_step(h, in.t, false);
-  launch_sums(d, LambMomentsSquares{decay, no_decay, static_cast<float>(in.clip_divisor)}, "optimizer: lamb moments",
-              stream);
+  const auto grad_factor = static_cast<float>(in.grad_factor);
+  launch_sums(d, LambMomentsSquares{decay, no_decay, static_cast<float>(in.clip_divisor), grad_factor},
+              "optimizer: lamb moments", stream);
   lamb_steps_kernel<<<tensor_blocks(d), kThreads, 0, stream>>>(d.tensors.get(), d.tensor_count, d.partials.get(),
                                                                 in.lr, h.use_nvlamb, decay.lambda != 0.0f,
                                                                 d.step_r.get());
@@ -264,16 +277,19 @@ void lamb(const optim_math::Hyperparameters& h, const optim_math::StepInputs& in
 void lans(const optim_math::Hyperparameters& h, const optim_math::StepInputs& in, const OptimizerDeviceTables& d,
           cudaStream_t stream) {
   const AdamStep decay = optim_math::adam_step(h, in.t, true), no_decay = optim_math::adam_step(h, in.t, false);
-  launch_sums(d, LansGradWeightSquares{}, "optimizer: lans norms", stream);
+  const auto grad_factor = static_cast<float>(in.grad_factor);
+  launch_sums(d, LansGradWeightSquares{grad_factor}, "optimizer: lans norms", stream);
   lans_inverse_norms_kernel<<<tensor_blocks(d), kThreads, 0, stream>>>(
       d.tensors.get(), d.tensor_count, d.partials.get(), d.grad_weight_squares.get(), d.inv_grad_norm.get());
   check_launch("optimizer: lans gradient norms");
-  launch_sums(d, LansMomentsSquares{decay, no_decay, d.inv_grad_norm.get()}, "optimizer: lans moments", stream);
+  launch_sums(d, LansMomentsSquares{decay, no_decay, d.inv_grad_norm.get(), grad_factor}, "optimizer: lans moments",
+              stream);
   lans_steps_kernel<<<tensor_blocks(d), kThreads, 0, stream>>>(d.tensors.get(), d.tensor_count, d.partials.get(),
                                                                 d.grad_weight_squares.get(), in.lr, h.beta1,
                                                                 d.step_r.get(), d.step_c.get());
   check_launch("optimizer: lans trust ratios");
-  launch_apply(d, LansApplyElement{decay, no_decay, d.inv_grad_norm.get(), d.step_r.get(), d.step_c.get()},
+  launch_apply(d,
+               LansApplyElement{decay, no_decay, d.inv_grad_norm.get(), d.step_r.get(), d.step_c.get(), grad_factor},
                "optimizer: lans apply", stream);
 }
 
@@ -292,7 +308,8 @@ std::unique_ptr<OptimizerDeviceTables> build_tables(std::span<const OptimizerTen
   for (size_t i = 0; i < tensors.size(); ++i) {
     const OptimizerTensorAddresses& a = tensors[i];
     const OptimizerTensorRange& r = plan.tensors[i];
-    d->host_tensors.push_back({a.weight, a.grad, a.state[0], a.state[1], r.first_chunk, r.chunks, r.decay});
+    d->host_tensors.push_back(
+        {a.weight, a.grad, a.state[0], a.state[1], r.first_chunk, r.chunks, r.decay, a.grad_storage});
   }
   d->host_chunks = std::move(plan.chunks);
   const auto tensor_count = static_cast<size_t>(d->tensor_count), chunk_count = static_cast<size_t>(d->chunk_count);
@@ -348,16 +365,18 @@ void MultiTensorOptimizer::step(const optim_math::Hyperparameters& hyper, const 
   const OptimizerDeviceTables& d = tables_for(tensors, stream);
   if (d.chunk_count == 0) return;  // no elements: nothing to update
   const float lr = static_cast<float>(in.lr), clip = static_cast<float>(in.clip_divisor);
+  const auto grad_factor = static_cast<float>(in.grad_factor);
   switch (hyper.rule) {
     case optim_math::Rule::adamw:
       launch_apply(d,
                    AdamWElement{optim_math::adam_step(hyper, in.t, true), optim_math::adam_step(hyper, in.t, false),
-                                lr, clip},
+                                lr, clip, grad_factor},
                    "optimizer: adamw", stream);
       return;
     case optim_math::Rule::sgd:
       launch_apply(d,
-                   SgdElement{static_cast<float>(hyper.momentum), static_cast<float>(hyper.weight_decay), lr, clip},
+                   SgdElement{static_cast<float>(hyper.momentum), static_cast<float>(hyper.weight_decay), lr, clip,
+                              grad_factor},
                    "optimizer: sgd", stream);
       return;
     case optim_math::Rule::lamb: return lamb(hyper, in, d, stream);

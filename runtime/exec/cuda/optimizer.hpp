@@ -1,5 +1,5 @@
 // runtime/exec/cuda/optimizer.hpp — the CUDA backend's multi-tensor optimizer step (optimizer.cu): AdamW,
-// NVLAMB, LANS and SGD over device fp32 buffers, bit for bit the CPU reference (runtime/exec/cpu_optimizer.cpp;
+// NVLAMB, LANS and SGD over device fp32 buffers (gradients f32, f16 or bf16, read times StepInputs::grad_factor), bit for bit the CPU reference (runtime/exec/cpu_optimizer.cpp;
 // contract: docs/executor.md, "The device seam"; launch shape and determinism: docs/cuda-backend.md). It
 // keeps the device copy of each tensor list's work list (optimizer_plan.hpp) and its scratch, built the first
 // time the list is seen: the executor makes one call per gradient bucket, the same lists every step.
@@ -13,21 +13,24 @@
 #include <span>
 #include <vector>
 
+#include "runtime/exec/math/scaled_read.hpp"  // defines: TailStorage
 #include "runtime/exec/optimizer_plan.hpp"
 #include "runtime/optim/optimizer_math.hpp"  // defines: Hyperparameters, StepInputs
 
 namespace ptsim::runtime::cuda {
 
-// One tensor of a step in device memory: `elements` fp32 values at each address (state[1] null for SGD).
+// One tensor of a step in device memory: `elements` fp32 values at each address (state[1] null for SGD),
+// the gradient's `elements` stored as grad_storage (read as fp32(widen(g)·fp32(grad_factor)): scaled_read.hpp).
 struct OptimizerTensorAddresses {
   float* weight = nullptr;
-  const float* grad = nullptr;
+  const void* grad = nullptr;
   float* state[2] = {nullptr, nullptr};
   size_t elements = 0;
   bool decay = true;
+  math::TailStorage grad_storage = math::TailStorage::f32;
   bool operator==(const OptimizerTensorAddresses& o) const {
     return weight == o.weight && grad == o.grad && state[0] == o.state[0] && state[1] == o.state[1] &&
-           elements == o.elements && decay == o.decay;
+           elements == o.elements && decay == o.decay && grad_storage == o.grad_storage;
   }
 };
 

@@ -2,12 +2,15 @@
 // (vector_ops.hpp). The sum of squares uses the CPU backend's fixed chunks and, within a chunk, its lane
 // order (math/lane_sums.hpp: 16 lanes, each a half-warp thread adding its elements in order, then the fixed
 // tree as __shfl_down_sync steps), and adds the chunks' double partial sums in chunk order: the CPU's bits.
+// The scaled sum of squares reads its elements through math/scaled_read.hpp (f32/f16/bf16 widened, times the
+// fp32 factor), the value the CPU's fp32_chunk forms, and sums them in the same chunks and lanes.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include "runtime/exec/cuda/kernel_common.cuh"
 #include "runtime/exec/cuda/vector_ops.hpp"
 #include "runtime/exec/math/lane_sums.hpp"
+#include "runtime/exec/math/scaled_read.hpp"
 
 namespace ptsim::runtime::cuda {
 namespace {
@@ -18,16 +21,34 @@ __global__ void scale_kernel(float* x, int64_t n, float factor) {
 
 constexpr int kChunksPerBlock = 16;  // half-warps (chunks) per block of the sum of squares
 
+// The elements of a plain fp32 array.
+struct Fp32Read {
+  const float* x;
+  __device__ float operator()(int64_t i) const { return x[i]; }
+};
+
+// The elements of an f32/f16/bf16 array widened and multiplied by factor (scaled_read.hpp).
+struct ScaledRead {
+  const void* x;
+  math::TailStorage kind;
+  float factor;
+  __device__ float operator()(int64_t i) const { return math::scaled_element(x, kind, i, factor); }
+};
+
 // Half-warp h of block b takes chunk c = b·kChunksPerBlock + h; its thread j is lane j of lane_sums.hpp:
 // the elements begin + j, begin + j + 16, ... in order, in double (x² of a float is exact in double, so
-// contracting the add into an FMA would not change a bit either).
-__global__ void chunk_squares_kernel(double* partials, const float* x, int64_t n, int64_t chunk, int64_t chunks) {
+// contracting the add into an FMA would not change a bit either). read(i) gives element i as fp32.
+template <class Read>
+__global__ void chunk_squares_kernel(double* partials, Read read, int64_t n, int64_t chunk, int64_t chunks) {
   const int lane = static_cast<int>(threadIdx.x % math::kSumLanes);
   const int64_t c = static_cast<int64_t>(blockIdx.x) * kChunksPerBlock + threadIdx.x / math::kSumLanes;
   double s = 0.0;
   if (c < chunks) {
     const int64_t begin = c * chunk, end = begin + chunk < n ? begin + chunk : n;
-    for (int64_t i = begin + lane; i < end; i += math::kSumLanes) s += static_cast<double>(x[i]) * x[i];
+    for (int64_t i = begin + lane; i < end; i += math::kSumLanes) {
+      const double v = read(i);
+      s += v * v;
+    }
   }
   // combine_lanes: lanes[j] += lanes[j + w] for w = 8, 4, 2, 1 (lanes ≥ w compute values nobody reads).
   for (int w = math::kSumLanes / 2; w >= 1; w /= 2) s += __shfl_down_sync(0xffffffffu, s, w, math::kSumLanes);
@@ -46,6 +67,17 @@ __global__ void round_kernel(float* x, int64_t n, bool bf16) {
   }
 }
 
+template <class Read>
+void launch_chunk_squares(double* out, double* partials, Read read, size_t n, size_t chunk, cudaStream_t stream) {
+  const size_t chunks = (n + chunk - 1) / chunk;
+  if (chunks > 0) {
+    const auto blocks = static_cast<unsigned>((chunks + kChunksPerBlock - 1) / kChunksPerBlock);
+    chunk_squares_kernel<<<blocks, kChunksPerBlock * math::kSumLanes, 0, stream>>>(
+        partials, read, static_cast<int64_t>(n), static_cast<int64_t>(chunk), static_cast<int64_t>(chunks));
+  }
+  add_in_order_kernel<<<1, 1, 0, stream>>>(out, partials, static_cast<int64_t>(chunks));
+}
+
 }  // namespace
 
 void launch_scale(float* x, size_t n, float factor, cudaStream_t stream) {
@@ -54,13 +86,12 @@ void launch_scale(float* x, size_t n, float factor, cudaStream_t stream) {
 
 void launch_sum_of_squares(double* out, double* partials, const float* x, size_t n, size_t chunk,
                            cudaStream_t stream) {
-  const size_t chunks = (n + chunk - 1) / chunk;
-  if (chunks > 0) {
-    const auto blocks = static_cast<unsigned>((chunks + kChunksPerBlock - 1) / kChunksPerBlock);
-    chunk_squares_kernel<<<blocks, kChunksPerBlock * math::kSumLanes, 0, stream>>>(
-        partials, x, static_cast<int64_t>(n), static_cast<int64_t>(chunk), static_cast<int64_t>(chunks));
-  }
-  add_in_order_kernel<<<1, 1, 0, stream>>>(out, partials, static_cast<int64_t>(chunks));
+  launch_chunk_squares(out, partials, Fp32Read{x}, n, chunk, stream);
+}
+
+void launch_scaled_sum_of_squares(double* out, double* partials, const void* x, math::TailStorage kind, float factor,
+                                  size_t n, size_t chunk, cudaStream_t stream) {
+  launch_chunk_squares(out, partials, ScaledRead{x, kind, factor}, n, chunk, stream);
 }
 
 void launch_round_to_16bit(float* x, size_t n, bool bf16, cudaStream_t stream) {

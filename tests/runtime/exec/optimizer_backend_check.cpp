@@ -11,6 +11,14 @@
 //   optimizer_backend_check cpu   — A = the CPU backend's in-place pass on 2 threads (suite cpu)
 //   optimizer_backend_check cuda  — A = the CUDA backend (suite gpu); exit 77 (meson: skipped) without a
 //                                   CUDA build or a GPU
+// Every rule runs in three gradient storages: f32 read as stored (factor 1), and bf16 and fp16 holding
+// loss-scaled gradients (N(0, 1e-3)·3000, rounded to 16 bits) read with grad_factor 1/3000, the unscale on
+// read (backend.hpp, OptimizerTensor) — the step a 16-bit training run makes.
+// Then the rest of the step tail against the CPU passes (cpu_16bit_vectors.hpp), bit for bit:
+// scaled_sum_of_squares over f32/f16/bf16 arrays (factor 1 and 1/3000; sizes around the 2^15-element
+// chunks) must return the same double, and convert (f32 → f16/bf16 over half_bits_patterns.hpp's fp32
+// sweep, f16/bf16 → f32 over all 65,536 patterns, f32 → f32) must write the same bytes. In cpu mode these
+// compare the CPU backend's threaded in-place passes with the one-thread host functions.
 // Before the rules, a self-check proves the comparison can fail: one flipped low bit must be reported.
 #include <fmt/format.h>
 
@@ -27,8 +35,10 @@
 #include "models/builder.hpp"
 #include "models/model_spec.hpp"
 #include "runtime/exec/backend.hpp"
+#include "runtime/exec/cpu_16bit_vectors.hpp"
 #include "runtime/exec/cpu_optimizer.hpp"
 #include "runtime/exec/cpu_parallel.hpp"  // defines: kChunkElements
+#include "tests/runtime/exec/half_bits_patterns.hpp"
 #ifdef PTSIM_HAVE_CUDA
 #include "runtime/exec/cuda/cuda_backend.hpp"  // defines: cuda_device_count
 #endif
@@ -64,9 +74,23 @@ std::vector<TensorShape> tensor_list() {
   return list;
 }
 
-// Host values of every array, tensor by tensor (state[1] unused by SGD but kept for a uniform layout).
+// How the step's gradients are stored and read: `dtype` elements, multiplied by `factor` on read.
+struct GradMode {
+  const char* name;
+  models::DType dtype;
+  double factor;
+};
+// 1/3000: not a power of two, so the fp32 product rounds and a backend that skipped or reordered it differs.
+constexpr double kLossScale = 3000.0;
+const GradMode kGradModes[] = {{"f32 gradients", models::DType::f32, 1.0},
+                               {"bf16 gradients x 1/3000", models::DType::bf16, 1.0 / kLossScale},
+                               {"fp16 gradients x 1/3000", models::DType::f16, 1.0 / kLossScale}};
+
+// Host values of every array, tensor by tensor (state[1] unused by SGD but kept for a uniform layout); the
+// gradients as the bytes of their storage (GradMode::dtype).
 struct HostArrays {
-  std::vector<std::vector<float>> w, g, m, v;
+  std::vector<std::vector<float>> w, m, v;
+  std::vector<std::vector<char>> g;
 };
 
 // The same tensor list on a backend: one flat buffer per array, each tensor at a 64-byte-aligned offset.
@@ -91,6 +115,16 @@ struct BackendArrays {
   BackendArrays(const BackendArrays&) = delete;
   BackendArrays& operator=(const BackendArrays&) = delete;
   DeviceSpan span(DeviceBuffer b, size_t i, size_t n) const { return {b, offset[i], n * sizeof(float)}; }
+  // Tensor i's gradient of n elements stored as `dtype` (at the fp32 layout's offset: 16 bits fit in it).
+  DeviceSpan grad_span(size_t i, size_t n, models::DType dtype) const {
+    return {g, offset[i], n * runtime::cpu::tail_element_bytes(dtype)};
+  }
+  void write_grads(const std::vector<std::vector<char>>& bytes, models::DType dtype) {
+    for (size_t i = 0; i < bytes.size(); ++i)
+      if (!bytes[i].empty())
+        backend.copy_to_device(grad_span(i, bytes[i].size() / runtime::cpu::tail_element_bytes(dtype), dtype),
+                               bytes[i].data());
+  }
   void write(DeviceBuffer b, const std::vector<std::vector<float>>& values) {
     for (size_t i = 0; i < values.size(); ++i)
       if (!values[i].empty()) backend.copy_to_device(span(b, i, values[i].size()), values[i].data());
@@ -104,13 +138,15 @@ struct BackendArrays {
     return out;
   }
   // The step's tensor list: `order` indexes the full list.
-  std::vector<runtime::OptimizerTensor> tensors(const std::vector<TensorShape>& list, const std::vector<size_t>& order) {
+  std::vector<runtime::OptimizerTensor> tensors(const std::vector<TensorShape>& list, const std::vector<size_t>& order,
+                                                models::DType grad_dtype) {
     std::vector<runtime::OptimizerTensor> out;
     for (size_t i : order) {
       runtime::OptimizerTensor t;
       const size_t n = list[i].elements;
       t.weight = span(w, i, n);
-      t.grad = span(g, i, n);
+      t.grad = grad_span(i, n, grad_dtype);
+      t.grad_dtype = grad_dtype;
       t.state[0] = span(m, i, n);
       t.state[1] = span(v, i, n);
       t.decay = list[i].decay;
@@ -128,6 +164,19 @@ std::vector<std::vector<float>> random_arrays(const std::vector<TensorShape>& li
   std::vector<std::vector<float>> out(list.size());
   for (size_t i = 0; i < list.size(); ++i)
     for (size_t e = 0; e < list[i].elements; ++e) out[i].push_back(static_cast<float>(normal(rng)));
+  return out;
+}
+
+// Gradients ~ N(0, 1e-3) as the optimizer reads them: stored as mode.dtype scaled by 1/mode.factor (the loss
+// scale; rounded to 16 bits by half_bits.hpp through convert_host), fresh per step (`seed`).
+std::vector<std::vector<char>> random_gradients(const std::vector<TensorShape>& list, uint64_t seed,
+                                                const GradMode& mode) {
+  std::vector<std::vector<float>> values = random_arrays(list, seed, 1e-3 / mode.factor);
+  std::vector<std::vector<char>> out(list.size());
+  for (size_t i = 0; i < list.size(); ++i) {
+    out[i].resize(values[i].size() * runtime::cpu::tail_element_bytes(mode.dtype));
+    runtime::cpu::convert_host(out[i].data(), mode.dtype, values[i].data(), models::DType::f32, values[i].size(), 1);
+  }
   return out;
 }
 
@@ -154,7 +203,8 @@ void compare(Diff& d, const std::vector<std::vector<float>>& a, const std::vecto
 
 // The reference: the CPU passes on host arrays, one thread.
 void reference_step(const optim_math::Hyperparameters& h, const optim_math::StepInputs& in,
-                    const std::vector<TensorShape>& list, const std::vector<size_t>& order, HostArrays& x) {
+                    const std::vector<TensorShape>& list, const std::vector<size_t>& order, HostArrays& x,
+                    models::DType grad_dtype) {
   std::vector<runtime::cpu::HostOptimizerTensor> tensors;
   for (size_t i : order) {
     runtime::cpu::HostOptimizerTensor t;
@@ -162,6 +212,7 @@ void reference_step(const optim_math::Hyperparameters& h, const optim_math::Step
     t.decay = list[i].decay;
     t.weight = x.w[i].data();
     t.grad = x.g[i].data();
+    t.grad_dtype = grad_dtype;
     t.state[0] = x.m[i].data();
     t.state[1] = x.v[i].data();
     tensors.push_back(t);
@@ -189,7 +240,7 @@ std::vector<RuleCase> rule_cases() {
 }
 
 // One rule: 3 steps on the full list and 1 on a different list, on `backend` and on the reference.
-bool check_rule(Backend& backend, const RuleCase& rc, const std::vector<TensorShape>& list) {
+bool check_rule(Backend& backend, const RuleCase& rc, const GradMode& mode, const std::vector<TensorShape>& list) {
   HostArrays ref;
   ref.w = random_arrays(list, 1, 0.02);
   ref.m = random_arrays(list, 2, 0.0);  // zeros, the optimizer's initial state (σ = 0)
@@ -210,31 +261,124 @@ bool check_rule(Backend& backend, const RuleCase& rc, const std::vector<TensorSh
   runtime::Event start = backend.create_event(), stop = backend.create_event();
   double seconds = 0.0;
   for (int step = 1; step <= 4; ++step) {
-    ref.g = random_arrays(list, 100 + static_cast<uint64_t>(step), 1e-3);
-    std::fill(ref.g[zero_grad].begin(), ref.g[zero_grad].end(), 0.0f);
-    dev.write(dev.g, ref.g);
+    ref.g = random_gradients(list, 100 + static_cast<uint64_t>(step), mode);
+    std::fill(ref.g[zero_grad].begin(), ref.g[zero_grad].end(), char{0});  // +0 in every storage
+    dev.write_grads(ref.g, mode.dtype);
     optim_math::StepInputs in;
+    in.grad_factor = mode.factor;
     in.lr = lrs[step - 1];
     in.t = step;
     in.clip_divisor = rc.hyper.rule == optim_math::Rule::lans ? 1.0 : 1.7;  // LANS does not clip (optimizer.cpp)
     backend.record(start);
     for (const std::vector<size_t>& order : step <= 3 ? buckets : other)
-      backend.optimizer_step(rc.hyper, in, dev.tensors(list, order));
+      backend.optimizer_step(rc.hyper, in, dev.tensors(list, order, mode.dtype));
     backend.record(stop);
     if (step <= 3) seconds += backend.elapsed_seconds(start, stop);
-    for (const std::vector<size_t>& order : step <= 3 ? buckets : other) reference_step(rc.hyper, in, list, order, ref);
+    for (const std::vector<size_t>& order : step <= 3 ? buckets : other) reference_step(rc.hyper, in, list, order, ref, mode.dtype);
   }
   Diff d;
   compare(d, dev.read(dev.w, list), ref.w);
   compare(d, dev.read(dev.m, list), ref.m);
   if (rc.hyper.rule != optim_math::Rule::sgd) compare(d, dev.read(dev.v, list), ref.v);
   const bool ok = d.differing == 0;
-  fmt::print("{} {}: 4 steps (3 on {} tensors in 3 calls, 1 on {}): {} of {} weight/moment values differ "
+  fmt::print("{} {}, {}: 4 steps (3 on {} tensors in 3 calls, 1 on {}): {} of {} weight/moment values differ "
              "(max {} ulp); {:.3f} ms per step on the backend\n",
-             ok ? "ok" : "FAIL", rc.name, list.size(), other[0].size(), d.differing, d.compared, d.max_ulp,
+             ok ? "ok" : "FAIL", rc.name, mode.name, list.size(), other[0].size(), d.differing, d.compared, d.max_ulp,
              seconds / 3 * 1e3);
   return ok;
 }
+
+// ---- the rest of the step tail: scaled_sum_of_squares and convert against the CPU passes ----
+
+// `bytes` of device memory holding `host`, freed at scope exit.
+struct DeviceCopy {
+  Backend& backend;
+  DeviceBuffer buffer;
+  DeviceCopy(Backend& b, const std::vector<char>& host) : backend(b), buffer(b.allocate(host.size())) {
+    if (!host.empty()) backend.copy_to_device(span(), host.data());
+  }
+  ~DeviceCopy() { backend.free(buffer); }
+  DeviceCopy(const DeviceCopy&) = delete;
+  DeviceCopy& operator=(const DeviceCopy&) = delete;
+  DeviceSpan span() const { return {buffer, 0, buffer.bytes}; }
+};
+
+// n elements ~ N(0, 3) (loss-scaled gradients) stored as `dtype`, every 1000th element ±60000 (near fp16's
+// largest finite value, so x·factor also covers the top of the range).
+std::vector<char> random_tail_array(size_t n, models::DType dtype, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 3.0);
+  std::vector<float> values(n);
+  for (size_t i = 0; i < n; ++i) values[i] = i % 1000 == 999 ? (i % 2 ? 60000.0f : -60000.0f)
+                                                              : static_cast<float>(normal(rng));
+  std::vector<char> bytes(n * runtime::cpu::tail_element_bytes(dtype));
+  runtime::cpu::convert_host(bytes.data(), dtype, values.data(), models::DType::f32, n, 1);
+  return bytes;
+}
+
+// Σ (x·factor)² on the backend vs scaled_sum_of_squares_host (one thread): the same double, bit for bit, for
+// every storage, factors 1 and 1/3000, sizes 0, 1, one chunk ± 1, several chunks and a ragged tail.
+int check_scaled_sums(Backend& backend) {
+  const size_t C = runtime::cpu::kChunkElements;
+  int failed = 0, checked = 0;
+  for (models::DType dtype : {models::DType::f32, models::DType::bf16, models::DType::f16})
+    for (size_t n : {size_t{0}, size_t{1}, C - 1, C + 1, 7 * C + 17})
+      for (double factor : {1.0, 1.0 / kLossScale}) {
+        const std::vector<char> host = random_tail_array(n, dtype, 7 + n);
+        const DeviceCopy dev(backend, host);
+        const double got = backend.scaled_sum_of_squares(dev.span(), dtype, factor);
+        const double want =
+            runtime::cpu::scaled_sum_of_squares_host(host.data(), n, dtype, static_cast<float>(factor), 1);
+        ++checked;
+        if (std::memcmp(&got, &want, sizeof(double)) != 0) {
+          ++failed;
+          fmt::print("FAIL scaled_sum_of_squares {} n={} factor={}: {:.17g}, the CPU passes {:.17g}\n",
+                     models::to_string(dtype), n, factor, got, want);
+        }
+      }
+  fmt::print("{} scaled_sum_of_squares: {} of {} cases the CPU passes' double, bit for bit\n",
+             failed == 0 ? "ok" : "FAIL", checked - failed, checked);
+  return failed;
+}
+
+// backend.convert(src → dst_dtype) vs convert_host: the same bytes.
+bool convert_matches(Backend& backend, const std::vector<char>& src, models::DType src_dtype, models::DType dst_dtype) {
+  const size_t n = src.size() / runtime::cpu::tail_element_bytes(src_dtype);
+  std::vector<char> want(n * runtime::cpu::tail_element_bytes(dst_dtype)), got(want.size());
+  runtime::cpu::convert_host(want.data(), dst_dtype, src.data(), src_dtype, n, 1);
+  const DeviceCopy in(backend, src), out(backend, std::vector<char>(want.size()));
+  backend.convert(out.span(), dst_dtype, in.span(), src_dtype);
+  if (!got.empty()) backend.copy_to_host(got.data(), out.span());
+  size_t differing = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t b = runtime::cpu::tail_element_bytes(dst_dtype);
+    differing += std::memcmp(&got[i * b], &want[i * b], b) != 0;
+  }
+  fmt::print("{} convert {} -> {}: {} of {} elements differ from the CPU passes\n", differing == 0 ? "ok" : "FAIL",
+             models::to_string(src_dtype), models::to_string(dst_dtype), differing, n);
+  return differing == 0;
+}
+
+// Narrowing over the fp32 sweep (every rounding path, ±inf, NaN), widening over every 16-bit pattern, f32 copy.
+int check_converts(Backend& backend) {
+  const std::vector<uint32_t> sweep = test::fp32_sweep_patterns();
+  std::vector<char> fp32(sweep.size() * 4), all16(65536 * 2);
+  std::memcpy(fp32.data(), sweep.data(), fp32.size());
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const auto bits = static_cast<uint16_t>(h);
+    std::memcpy(&all16[h * 2], &bits, 2);
+  }
+  int failed = 0;
+  failed += convert_matches(backend, fp32, models::DType::f32, models::DType::bf16) ? 0 : 1;
+  failed += convert_matches(backend, fp32, models::DType::f32, models::DType::f16) ? 0 : 1;
+  failed += convert_matches(backend, all16, models::DType::bf16, models::DType::f32) ? 0 : 1;
+  failed += convert_matches(backend, all16, models::DType::f16, models::DType::f32) ? 0 : 1;
+  failed += convert_matches(backend, fp32, models::DType::f32, models::DType::f32) ? 0 : 1;
+  failed += convert_matches(backend, {}, models::DType::f32, models::DType::bf16) ? 0 : 1;  // empty spans
+  return failed;
+}
+
+int check_step_tail(Backend& backend) { return check_scaled_sums(backend) + check_converts(backend); }
 
 // The comparison must see one flipped low bit.
 bool self_check() {
@@ -287,11 +431,17 @@ int main(int argc, char** argv) {
     fmt::print("{} vs the CPU reference: {} tensors ({} of them edge cases), {} elements, the largest {}\n",
                backend->name(), list.size(), kEdgeTensors, elements, largest);
     int failed = 0;
-    for (const RuleCase& rc : rule_cases()) failed += check_rule(*backend, rc, list) ? 0 : 1;
-    fmt::print("optimizer_backend_check {}: {} ({} of {} rules bit-identical to the CPU reference)\n", which,
-               failed == 0 ? "PASSED" : "FAILED", rule_cases().size() - static_cast<size_t>(failed),
-               rule_cases().size());
-    return failed == 0 ? 0 : 1;
+    int cases = 0;
+    for (const GradMode& mode : kGradModes)
+      for (const RuleCase& rc : rule_cases()) {
+        failed += check_rule(*backend, rc, mode, list) ? 0 : 1;
+        ++cases;
+      }
+    const int tail_failed = check_step_tail(*backend);
+    fmt::print("optimizer_backend_check {}: {} ({} of {} rule x gradient cases bit-identical to the CPU reference; "
+               "{} step-tail checks failed)\n",
+               which, failed + tail_failed == 0 ? "PASSED" : "FAILED", cases - failed, cases, tail_failed);
+    return failed + tail_failed == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     fmt::print("FAIL: {}\n", e.what());
     return 1;
