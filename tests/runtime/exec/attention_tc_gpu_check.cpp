@@ -18,11 +18,9 @@
 #include <vector>
 
 #include "runtime/exec/cuda/attention_tc.hpp"
-#include "runtime/exec/math/attention_tc_host_mma.hpp"
-#include "tests/runtime/exec/attention_tc_cases.hpp"
+#include "tests/runtime/exec/attention_tc_host_run.hpp"
 
 namespace cuda = ptsim::runtime::cuda;
-namespace tc = ptsim::runtime::math::attention_tc;
 using namespace ptsim::test::attention_tc;
 
 namespace {
@@ -45,8 +43,7 @@ T* upload(const T* host, size_t n) {
 
 template <class E>
 Result run_device(const Inputs& in, const AttentionProblem& p, const int32_t* keep_host, cuda::Attention16 dtype) {
-  auto narrow = [](const std::vector<float>& x) { return std::vector<E>(x.begin(), x.end()); };
-  const std::vector<E> q = narrow(in.q), k = narrow(in.k), v = narrow(in.v);
+  const std::vector<E> q = narrowed<E>(in.q), k = narrowed<E>(in.k), v = narrowed<E>(in.v);
   std::vector<E> context(q.size(), E(NAN));
   Result r;
   r.lse.assign(static_cast<size_t>(p.batch_heads * p.seq), NAN);
@@ -71,33 +68,8 @@ Result run_device(const Inputs& in, const AttentionProblem& p, const int32_t* ke
   for (void* ptr : {static_cast<void*>(dq), static_cast<void*>(dk), static_cast<void*>(dv), static_cast<void*>(dc),
                     static_cast<void*>(dl), static_cast<void*>(dm)})
     if (ptr != nullptr) check(cudaFree(ptr), "cudaFree");
-  r.context.assign(context.begin(), context.end());
+  r.context = widened(context);
   return r;
-}
-
-template <class E>
-Result run_host(const Inputs& in, const AttentionProblem& p, const int32_t* keep) {
-  auto narrow = [](const std::vector<float>& x) { return std::vector<E>(x.begin(), x.end()); };
-  const std::vector<E> q = narrow(in.q), k = narrow(in.k), v = narrow(in.v);
-  std::vector<E> context(q.size(), E(NAN));
-  Result r;
-  r.lse.assign(static_cast<size_t>(p.batch_heads * p.seq), NAN);
-  const tc::OpParams o = params_of(p, keep);
-  if (p.head_dim <= 64)
-    tc::host_forward<E, 64>(context.data(), r.lse.data(), q.data(), k.data(), v.data(), p.batch_heads, o);
-  else
-    tc::host_forward<E, 128>(context.data(), r.lse.data(), q.data(), k.data(), v.data(), p.batch_heads, o);
-  r.context.assign(context.begin(), context.end());
-  return r;
-}
-
-template <class E>
-std::vector<E> narrowed(const std::vector<float>& x) {
-  return std::vector<E>(x.begin(), x.end());
-}
-template <class E>
-std::vector<float> widened(const std::vector<E>& x) {
-  return std::vector<float>(x.begin(), x.end());
 }
 
 template <class E>
