@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/exec/cuda/attention_args.hpp"
 #include "runtime/exec/cuda/attention_tc.hpp"
 #include "tests/runtime/exec/attention_tc_host_run.hpp"
 
@@ -51,16 +52,7 @@ Result run_device(const Inputs& in, const AttentionProblem& p, const int32_t* ke
   E* dc = upload(context.data(), context.size());
   float* dl = upload(r.lse.data(), r.lse.size());
   int32_t* dm = keep_host != nullptr ? upload(keep_host, in.mask.size()) : nullptr;
-  cuda::FusedAttentionArgs a;
-  a.batch_heads = p.batch_heads;
-  a.seq = p.seq;
-  a.head_dim = p.head_dim;
-  a.heads = p.heads;
-  a.scale = p.scale;
-  a.causal = p.causal;
-  a.keep = dm;
-  a.dropout_p = p.dropout_p;
-  a.dropout_key = p.dropout_key;
+  const cuda::FusedAttentionArgs a = cuda::fused_attention_args(p, dm);
   cuda::launch_fused_attention_tc_forward(dc, dl, dq, dk, dv, dtype, a, nullptr);
   check(cudaDeviceSynchronize(), "the tensor-core attention kernel");
   check(cudaMemcpy(context.data(), dc, context.size() * sizeof(E), cudaMemcpyDeviceToHost), "cudaMemcpy back");
@@ -83,16 +75,7 @@ Gradients run_device_backward(const Inputs& in, const BackwardInputs& b, const A
   E *gdq = upload(dq.data(), dq.size()), *gdk = upload(dk.data(), dk.size()), *gdv = upload(dv.data(), dv.size());
   float* glse = upload(b.lse.data(), b.lse.size());
   int32_t* gm = keep_host != nullptr ? upload(keep_host, in.mask.size()) : nullptr;
-  cuda::FusedAttentionArgs a;
-  a.batch_heads = p.batch_heads;
-  a.seq = p.seq;
-  a.head_dim = p.head_dim;
-  a.heads = p.heads;
-  a.scale = p.scale;
-  a.causal = p.causal;
-  a.keep = gm;
-  a.dropout_p = p.dropout_p;
-  a.dropout_key = p.dropout_key;
+  const cuda::FusedAttentionArgs a = cuda::fused_attention_args(p, gm);
   void* scratch = nullptr;
   check(cudaMalloc(&scratch, cuda::fused_attention_backward_scratch_bytes(a)), "cudaMalloc");
   cuda::launch_fused_attention_tc_backward(gdq, gdk, gdv, gdout, gq, gk, gv, gout, glse, dtype, a, scratch, nullptr);
