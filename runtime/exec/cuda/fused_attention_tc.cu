@@ -14,8 +14,7 @@
 #include "runtime/exec/cuda/attention_tc_wmma.cuh"
 #include "runtime/exec/cuda/cuda_check.hpp"
 #include "runtime/exec/cuda/kernel_common.cuh"  // defines: blocks_for, kThreads, PTSIM_GRID_STRIDE
-#include "runtime/exec/dropout_mask.hpp"
-#include "runtime/exec/math/activation_math.hpp"  // defines: dropout_scale
+#include "runtime/exec/math/attention_op_params.hpp"  // defines: attention_op_params
 
 namespace ptsim::runtime::cuda {
 namespace {
@@ -101,21 +100,6 @@ __global__ void __launch_bounds__(tc::kTcThreads)
   }
 }
 
-tc::OpParams params_of(const FusedAttentionArgs& a) {
-  tc::OpParams o;
-  o.seq = a.seq;
-  o.head_dim = a.head_dim;
-  o.heads = a.heads > 0 ? a.heads : 1;
-  o.scale = static_cast<float>(a.scale);
-  o.causal = a.causal;
-  o.keep = a.keep;
-  o.dropout = a.dropout_p > 0;
-  o.key = a.dropout_key;
-  o.threshold = dropout_threshold(a.dropout_p < 1 ? a.dropout_p : 1.0);
-  o.drop_scale = math::dropout_scale<float>(a.dropout_p);
-  return o;
-}
-
 int compute_capability_major() {
   int device = 0, major = 0;
   PTSIM_CUDA_CHECK(cudaGetDevice(&device));
@@ -132,7 +116,8 @@ void launch_forward(void* context, float* lse, const void* q, const void* k, con
   PTSIM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
   const dim3 grid(static_cast<unsigned>(a.batch_heads), static_cast<unsigned>((a.seq + kRows - 1) / kRows));
   kernel<<<grid, tc::kTcThreads, bytes, stream>>>(static_cast<E*>(context), lse, static_cast<const E*>(q),
-                                                  static_cast<const E*>(k), static_cast<const E*>(v), params_of(a));
+                                                  static_cast<const E*>(k), static_cast<const E*>(v),
+                                                  math::attention_op_params(a, a.keep));
   check_launch("attention_tc_forward_kernel");
 }
 
@@ -156,7 +141,7 @@ void launch_backward(void* dq, void* dk, void* dv, const void* dcontext, const v
   PTSIM_CUDA_CHECK(cudaFuncSetAttribute(dkdv, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
   PTSIM_CUDA_CHECK(cudaFuncSetAttribute(dqk, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
   const dim3 grid(static_cast<unsigned>(a.batch_heads), static_cast<unsigned>((a.seq + kTile - 1) / kTile));
-  const tc::OpParams o = params_of(a);
+  const tc::OpParams o = math::attention_op_params(a, a.keep);
   auto in = [](const void* p) { return static_cast<const E*>(p); };
   dkdv<<<grid, tc::kTcThreads, bytes, stream>>>(static_cast<E*>(dk), static_cast<E*>(dv), in(dcontext), in(q), in(k),
                                                 in(v), lse, row_d, o);

@@ -82,22 +82,6 @@ Inputs make_inputs(const Case& c, uint64_t seed) {
 
 using ptsim::test::problem_of;  // attention_test_problem.hpp
 
-// The launcher's parameters (cuda/fused_attention_tc.cu builds the same from FusedAttentionArgs).
-inline tc::OpParams params_of(const AttentionProblem& p, const int32_t* keep) {
-  tc::OpParams o;
-  o.seq = p.seq;
-  o.head_dim = p.head_dim;
-  o.heads = p.heads;
-  o.scale = static_cast<float>(p.scale);
-  o.causal = p.causal;
-  o.keep = keep;
-  o.dropout = p.dropout_p > 0;
-  o.key = p.dropout_key;
-  o.threshold = ptsim::runtime::dropout_threshold(std::min(p.dropout_p, 1.0));
-  o.drop_scale = math::dropout_scale<float>(p.dropout_p);
-  return o;
-}
-
 struct Result {
   std::vector<float> context, lse;
 };

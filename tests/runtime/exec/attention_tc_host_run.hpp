@@ -28,7 +28,7 @@ Result run_host(const Inputs& in, const AttentionProblem& p, const int32_t* keep
   std::vector<E> context(q.size(), E(NAN));
   Result r;
   r.lse.assign(static_cast<size_t>(p.batch_heads * p.seq), NAN);
-  const tc::OpParams o = params_of(p, keep);
+  const tc::OpParams o = math::attention_op_params(p, keep);
   if (p.head_dim <= 64)
     tc::host_forward<E, 64>(context.data(), r.lse.data(), q.data(), k.data(), v.data(), p.batch_heads, o);
   else
@@ -43,7 +43,7 @@ Gradients run_host_backward(const Inputs& in, const BackwardInputs& b, const Att
   const std::vector<E> q = narrowed<E>(in.q), k = narrowed<E>(in.k), v = narrowed<E>(in.v),
                        dout = narrowed<E>(b.dout), out = narrowed<E>(b.context);
   std::vector<E> dq(q.size(), E(NAN)), dk(q.size(), E(NAN)), dv(q.size(), E(NAN));
-  const tc::OpParams o = params_of(p, keep);
+  const tc::OpParams o = math::attention_op_params(p, keep);
   if (p.head_dim <= 64)
     tc::host_backward<E, 64>(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), v.data(), out.data(),
                              b.lse.data(), p.batch_heads, o);
