@@ -42,20 +42,31 @@ __device__ inline tc::Lanes block_lanes() {
   return lanes;
 }
 
+// What every kernel's block starts from: on an architecture that runs E, its tiles in dynamic shared memory,
+// its batch·head bh and that problem's parameters, handed to body(tiles, bh, problem); elsewhere a trap
+// (bf16 below sm_80: the launcher refuses it before launching). body takes its tiles as auto, so its tile
+// code is instantiated only where E runs.
+template <class E, class SharedTiles, class Body>
+__device__ inline void run_block(const tc::OpParams& o, const Body& body) {
+  if constexpr (kArchRuns<E>) {
+    extern __shared__ __align__(128) unsigned char shared[];
+    const int64_t bh = blockIdx.x;
+    body(*reinterpret_cast<SharedTiles*>(shared), bh, tc::problem_of(o, bh));
+  } else {
+    __trap();
+  }
+}
+
 template <class E, int kD>
 __global__ void __launch_bounds__(tc::kTcThreads)
     attention_tc_forward_kernel(E* context, float* lse, const E* q, const E* k, const E* v, tc::OpParams o) {
-  if constexpr (kArchRuns<E>) {
-    using Config = tc::ForwardConfig<kD>;
-    extern __shared__ __align__(128) unsigned char shared[];
-    auto& tiles = *reinterpret_cast<Tiles<E, kD>*>(shared);
-    const int64_t bh = blockIdx.x, n = o.seq * o.head_dim;
+  using Config = tc::ForwardConfig<kD>;
+  run_block<E, Tiles<E, kD>>(o, [&](auto& tiles, int64_t bh, const tc::Problem& problem) {
+    const int64_t n = o.seq * o.head_dim;
     tc::forward_query_tile<WmmaMma<E>, kD, Config::kRows, Config::kKeys>(
         context + bh * n, lse + bh * o.seq, q + bh * n, k + bh * n, v + bh * n,
-        static_cast<int64_t>(blockIdx.y) * Config::kRows, tc::problem_of(o, bh), tiles, block_lanes());
-  } else {
-    __trap();  // bf16 below sm_80: the launcher refuses it before launching
-  }
+        static_cast<int64_t>(blockIdx.y) * Config::kRows, problem, tiles, block_lanes());
+  });
 }
 
 // D_i = rowsum(dO_i∘O_i) for every row of every problem.
@@ -68,36 +79,28 @@ template <class E, int kD>
 __global__ void __launch_bounds__(tc::kTcThreads)
     attention_tc_dkdv_kernel(E* dk, E* dv, const E* dout, const E* q, const E* k, const E* v, const float* lse,
                              const float* row_d, tc::OpParams o) {
-  if constexpr (kArchRuns<E>) {
-    constexpr int kTile = tc::BackwardConfig<kD>::kTile;
-    extern __shared__ __align__(128) unsigned char shared[];
-    auto& tiles = *reinterpret_cast<BackTiles<E, kD>*>(shared);
-    const int64_t bh = blockIdx.x, n = o.seq * o.head_dim;
+  constexpr int kTile = tc::BackwardConfig<kD>::kTile;
+  run_block<E, BackTiles<E, kD>>(o, [&](auto& tiles, int64_t bh, const tc::Problem& problem) {
+    const int64_t n = o.seq * o.head_dim;
     tc::backward_key_tile<WmmaMma<E>, kD, kTile>(dk + bh * n, dv + bh * n, dout + bh * n, q + bh * n, k + bh * n,
                                                  v + bh * n, lse + bh * o.seq, row_d + bh * o.seq,
-                                                 static_cast<int64_t>(blockIdx.y) * kTile, tc::problem_of(o, bh),
-                                                 tiles, block_lanes());
-  } else {
-    __trap();
-  }
+                                                 static_cast<int64_t>(blockIdx.y) * kTile, problem, tiles,
+                                                 block_lanes());
+  });
 }
 
 template <class E, int kD>
 __global__ void __launch_bounds__(tc::kTcThreads)
     attention_tc_dq_kernel(E* dq, const E* dout, const E* q, const E* k, const E* v, const float* lse,
                            const float* row_d, tc::OpParams o) {
-  if constexpr (kArchRuns<E>) {
-    constexpr int kTile = tc::BackwardConfig<kD>::kTile;
-    extern __shared__ __align__(128) unsigned char shared[];
-    auto& tiles = *reinterpret_cast<BackTiles<E, kD>*>(shared);
-    const int64_t bh = blockIdx.x, n = o.seq * o.head_dim;
+  constexpr int kTile = tc::BackwardConfig<kD>::kTile;
+  run_block<E, BackTiles<E, kD>>(o, [&](auto& tiles, int64_t bh, const tc::Problem& problem) {
+    const int64_t n = o.seq * o.head_dim;
     tc::backward_query_tile<WmmaMma<E>, kD, kTile>(dq + bh * n, dout + bh * n, q + bh * n, k + bh * n, v + bh * n,
                                                    lse + bh * o.seq, row_d + bh * o.seq,
-                                                   static_cast<int64_t>(blockIdx.y) * kTile, tc::problem_of(o, bh),
-                                                   tiles, block_lanes());
-  } else {
-    __trap();
-  }
+                                                   static_cast<int64_t>(blockIdx.y) * kTile, problem, tiles,
+                                                   block_lanes());
+  });
 }
 
 int compute_capability_major() {
