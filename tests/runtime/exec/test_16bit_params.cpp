@@ -25,6 +25,7 @@
 #include "runtime/optim/optimizer.hpp"
 #include "tests/runtime/exec/executor_test_support.hpp"
 #include "tests/runtime/exec/storage_16bit_support.hpp"
+#include "tests/runtime/exec/deferred_communicator.hpp"
 #include "tests/runtime/exec/forwarding_backend.hpp"
 
 using namespace ptsim::runtime;
@@ -295,10 +296,8 @@ namespace {
 
 // A 2-rank stand-in for MPI whose other rank holds 0.75·x: the sum x + fp32(0.75·x) rounds in fp32 (so the
 // staging's fp32 sum and the narrowing after it matter). Blocking sums at once; started ones in wait().
-class ThreeQuartersTwin final : public Communicator {
+class ThreeQuartersTwin final : public ptsim::test::DeferredCommunicator {
  public:
-  int rank() const override { return 0; }
-  int size() const override { return 2; }
   void all_reduce_sum(std::span<float> data) override {
     for (float& v : data) v += v * 0.75f;
   }
@@ -306,21 +305,9 @@ class ThreeQuartersTwin final : public Communicator {
     for (double& v : data) v += v * 0.75;
   }
   using Communicator::all_reduce_sum;
-  CommRequest start_all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType, Stream) override {
-    pending_.push_back({&backend, data});
-    return CommRequest{static_cast<int32_t>(pending_.size() - 1)};
-  }
-  void wait(CommRequest request) override {
-    auto [backend, span] = pending_.at(static_cast<size_t>(request.id));
-    std::vector<float> v(span.bytes / sizeof(float));
-    backend->copy_to_host(v.data(), span);
-    all_reduce_sum(std::span<float>(v));
-    backend->copy_to_device(span, v.data());
-  }
-  void barrier() override {}
 
  private:
-  std::vector<std::pair<Backend*, DeviceSpan>> pending_;
+  void sum_started(std::span<float> data) override { all_reduce_sum(data); }
 };
 
 // Two LAMB steps of two micro-steps, data parallel over the twin (several buckets), overlapped or in the tail.
