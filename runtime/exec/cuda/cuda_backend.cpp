@@ -25,6 +25,7 @@
 #include "runtime/comm/local_device.hpp"
 #include "runtime/exec/attention_problem.hpp"  // defines: attention_problem, attention_mask_input
 #include "runtime/exec/cuda/attention.hpp"
+#include "runtime/exec/cuda/attention_args.hpp"  // defines: fused_attention_args
 #include "runtime/exec/cuda/attention_tc_dispatch.hpp"
 #include "runtime/exec/cuda/cuda_16bit_boundary.hpp"  // defines: OpBoundary, runs_16bit_natively
 #include "runtime/exec/cuda/cuda_backend.hpp"
@@ -376,17 +377,8 @@ class CudaBackend final : public cuda::CudaDevice {
   cuda::FusedAttentionArgs fused_attention_args(const TaskGraph& g, const Op& op, std::span<void* const> in,
                                                 const OpContext& context) {
     const AttentionProblem p = attention_problem(g, op, context);
-    cuda::FusedAttentionArgs a;
-    a.batch_heads = p.batch_heads;
-    a.seq = p.seq;
-    a.head_dim = p.head_dim;
-    a.heads = p.heads;
-    a.scale = p.scale;
-    a.causal = p.causal;
-    a.keep = p.has_mask ? static_cast<const int32_t*>(in[attention_mask_input(op)]) : nullptr;
-    a.dropout_p = p.dropout_p;
-    a.dropout_key = p.dropout_key;
-    return a;
+    const auto* keep = p.has_mask ? static_cast<const int32_t*>(in[attention_mask_input(op)]) : nullptr;
+    return cuda::fused_attention_args(p, keep);
   }
 
   void fused_attention(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,

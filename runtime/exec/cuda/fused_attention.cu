@@ -18,36 +18,14 @@
 #include "runtime/exec/dropout_mask.hpp"
 #include "runtime/exec/math/activation_math.hpp"  // defines: dropout_scale, dropout_apply
 #include "runtime/exec/math/attention_math.hpp"
+#include "runtime/exec/math/attention_op_params.hpp"  // defines: AttentionOpParams, attention_op_params
 
 namespace ptsim::runtime::cuda {
 namespace {
 
 constexpr int kAttentionThreads = 128;
 
-struct Params {
-  int64_t seq, head_dim, heads;
-  float scale;
-  bool causal;
-  const int32_t* keep;
-  bool dropout;
-  uint64_t key, threshold;
-  float drop_scale;
-};
-
-Params params_of(const FusedAttentionArgs& a) {
-  Params p{};
-  p.seq = a.seq;
-  p.head_dim = a.head_dim;
-  p.heads = a.heads > 0 ? a.heads : 1;
-  p.scale = static_cast<float>(a.scale);
-  p.causal = a.causal;
-  p.keep = a.keep;
-  p.dropout = a.dropout_p > 0;
-  p.key = a.dropout_key;
-  p.threshold = dropout_threshold(a.dropout_p < 1 ? a.dropout_p : 1.0);
-  p.drop_scale = math::dropout_scale<float>(a.dropout_p);
-  return p;
-}
+using Params = math::AttentionOpParams;
 
 // Query i may attend to key j (both inside the sequence: tiles run past its end).
 __device__ inline bool allowed(const Params& p, const int32_t* keep_row, int64_t i, int64_t j) {
@@ -299,7 +277,7 @@ void launch_fused_attention_forward(float* context, float* lse, const float* q, 
                                     const FusedAttentionArgs& a, cudaStream_t stream) {
   check_head_dim(a);
   if (a.batch_heads == 0 || a.seq == 0) return;
-  const Params p = params_of(a);
+  const Params p = math::attention_op_params(a, a.keep);
   if (a.head_dim <= 64)
     attention_forward_kernel<64, 32><<<grid_of(a, 32), kAttentionThreads, 0, stream>>>(context, lse, q, k, v, p);
   else
@@ -315,7 +293,7 @@ void launch_fused_attention_backward(float* dq, float* dk, float* dv, const floa
                                      const FusedAttentionArgs& a, void* scratch, cudaStream_t stream) {
   check_head_dim(a);
   if (a.batch_heads == 0 || a.seq == 0) return;
-  const Params p = params_of(a);
+  const Params p = math::attention_op_params(a, a.keep);
   auto* row_d = static_cast<float*>(scratch);
   const int64_t rows = a.batch_heads * a.seq;
   attention_row_dot_kernel<<<blocks_for(rows), kThreads, 0, stream>>>(row_d, dcontext, context, rows, a.head_dim);

@@ -14,8 +14,7 @@
 #include "runtime/exec/cuda/attention_tc_wmma.cuh"
 #include "runtime/exec/cuda/cuda_check.hpp"
 #include "runtime/exec/cuda/kernel_common.cuh"  // defines: blocks_for, kThreads, PTSIM_GRID_STRIDE
-#include "runtime/exec/dropout_mask.hpp"
-#include "runtime/exec/math/activation_math.hpp"  // defines: dropout_scale
+#include "runtime/exec/math/attention_op_params.hpp"  // defines: attention_op_params
 
 namespace ptsim::runtime::cuda {
 namespace {
@@ -43,20 +42,31 @@ __device__ inline tc::Lanes block_lanes() {
   return lanes;
 }
 
+// What every kernel's block starts from: on an architecture that runs E, its tiles in dynamic shared memory,
+// its batch·head bh and that problem's parameters, handed to body(tiles, bh, problem); elsewhere a trap
+// (bf16 below sm_80: the launcher refuses it before launching). body takes its tiles as auto, so its tile
+// code is instantiated only where E runs.
+template <class E, class SharedTiles, class Body>
+__device__ inline void run_block(const tc::OpParams& o, const Body& body) {
+  if constexpr (kArchRuns<E>) {
+    extern __shared__ __align__(128) unsigned char shared[];
+    const int64_t bh = blockIdx.x;
+    body(*reinterpret_cast<SharedTiles*>(shared), bh, tc::problem_of(o, bh));
+  } else {
+    __trap();
+  }
+}
+
 template <class E, int kD>
 __global__ void __launch_bounds__(tc::kTcThreads)
     attention_tc_forward_kernel(E* context, float* lse, const E* q, const E* k, const E* v, tc::OpParams o) {
-  if constexpr (kArchRuns<E>) {
-    using Config = tc::ForwardConfig<kD>;
-    extern __shared__ __align__(128) unsigned char shared[];
-    auto& tiles = *reinterpret_cast<Tiles<E, kD>*>(shared);
-    const int64_t bh = blockIdx.x, n = o.seq * o.head_dim;
+  using Config = tc::ForwardConfig<kD>;
+  run_block<E, Tiles<E, kD>>(o, [&](auto& tiles, int64_t bh, const tc::Problem& problem) {
+    const int64_t n = o.seq * o.head_dim;
     tc::forward_query_tile<WmmaMma<E>, kD, Config::kRows, Config::kKeys>(
         context + bh * n, lse + bh * o.seq, q + bh * n, k + bh * n, v + bh * n,
-        static_cast<int64_t>(blockIdx.y) * Config::kRows, tc::problem_of(o, bh), tiles, block_lanes());
-  } else {
-    __trap();  // bf16 below sm_80: the launcher refuses it before launching
-  }
+        static_cast<int64_t>(blockIdx.y) * Config::kRows, problem, tiles, block_lanes());
+  });
 }
 
 // D_i = rowsum(dO_i∘O_i) for every row of every problem.
@@ -69,51 +79,28 @@ template <class E, int kD>
 __global__ void __launch_bounds__(tc::kTcThreads)
     attention_tc_dkdv_kernel(E* dk, E* dv, const E* dout, const E* q, const E* k, const E* v, const float* lse,
                              const float* row_d, tc::OpParams o) {
-  if constexpr (kArchRuns<E>) {
-    constexpr int kTile = tc::BackwardConfig<kD>::kTile;
-    extern __shared__ __align__(128) unsigned char shared[];
-    auto& tiles = *reinterpret_cast<BackTiles<E, kD>*>(shared);
-    const int64_t bh = blockIdx.x, n = o.seq * o.head_dim;
+  constexpr int kTile = tc::BackwardConfig<kD>::kTile;
+  run_block<E, BackTiles<E, kD>>(o, [&](auto& tiles, int64_t bh, const tc::Problem& problem) {
+    const int64_t n = o.seq * o.head_dim;
     tc::backward_key_tile<WmmaMma<E>, kD, kTile>(dk + bh * n, dv + bh * n, dout + bh * n, q + bh * n, k + bh * n,
                                                  v + bh * n, lse + bh * o.seq, row_d + bh * o.seq,
-                                                 static_cast<int64_t>(blockIdx.y) * kTile, tc::problem_of(o, bh),
-                                                 tiles, block_lanes());
-  } else {
-    __trap();
-  }
+                                                 static_cast<int64_t>(blockIdx.y) * kTile, problem, tiles,
+                                                 block_lanes());
+  });
 }
 
 template <class E, int kD>
 __global__ void __launch_bounds__(tc::kTcThreads)
     attention_tc_dq_kernel(E* dq, const E* dout, const E* q, const E* k, const E* v, const float* lse,
                            const float* row_d, tc::OpParams o) {
-  if constexpr (kArchRuns<E>) {
-    constexpr int kTile = tc::BackwardConfig<kD>::kTile;
-    extern __shared__ __align__(128) unsigned char shared[];
-    auto& tiles = *reinterpret_cast<BackTiles<E, kD>*>(shared);
-    const int64_t bh = blockIdx.x, n = o.seq * o.head_dim;
+  constexpr int kTile = tc::BackwardConfig<kD>::kTile;
+  run_block<E, BackTiles<E, kD>>(o, [&](auto& tiles, int64_t bh, const tc::Problem& problem) {
+    const int64_t n = o.seq * o.head_dim;
     tc::backward_query_tile<WmmaMma<E>, kD, kTile>(dq + bh * n, dout + bh * n, q + bh * n, k + bh * n, v + bh * n,
                                                    lse + bh * o.seq, row_d + bh * o.seq,
-                                                   static_cast<int64_t>(blockIdx.y) * kTile, tc::problem_of(o, bh),
-                                                   tiles, block_lanes());
-  } else {
-    __trap();
-  }
-}
-
-tc::OpParams params_of(const FusedAttentionArgs& a) {
-  tc::OpParams o;
-  o.seq = a.seq;
-  o.head_dim = a.head_dim;
-  o.heads = a.heads > 0 ? a.heads : 1;
-  o.scale = static_cast<float>(a.scale);
-  o.causal = a.causal;
-  o.keep = a.keep;
-  o.dropout = a.dropout_p > 0;
-  o.key = a.dropout_key;
-  o.threshold = dropout_threshold(a.dropout_p < 1 ? a.dropout_p : 1.0);
-  o.drop_scale = math::dropout_scale<float>(a.dropout_p);
-  return o;
+                                                   static_cast<int64_t>(blockIdx.y) * kTile, problem, tiles,
+                                                   block_lanes());
+  });
 }
 
 int compute_capability_major() {
@@ -132,7 +119,8 @@ void launch_forward(void* context, float* lse, const void* q, const void* k, con
   PTSIM_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
   const dim3 grid(static_cast<unsigned>(a.batch_heads), static_cast<unsigned>((a.seq + kRows - 1) / kRows));
   kernel<<<grid, tc::kTcThreads, bytes, stream>>>(static_cast<E*>(context), lse, static_cast<const E*>(q),
-                                                  static_cast<const E*>(k), static_cast<const E*>(v), params_of(a));
+                                                  static_cast<const E*>(k), static_cast<const E*>(v),
+                                                  math::attention_op_params(a, a.keep));
   check_launch("attention_tc_forward_kernel");
 }
 
@@ -156,7 +144,7 @@ void launch_backward(void* dq, void* dk, void* dv, const void* dcontext, const v
   PTSIM_CUDA_CHECK(cudaFuncSetAttribute(dkdv, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
   PTSIM_CUDA_CHECK(cudaFuncSetAttribute(dqk, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
   const dim3 grid(static_cast<unsigned>(a.batch_heads), static_cast<unsigned>((a.seq + kTile - 1) / kTile));
-  const tc::OpParams o = params_of(a);
+  const tc::OpParams o = math::attention_op_params(a, a.keep);
   auto in = [](const void* p) { return static_cast<const E*>(p); };
   dkdv<<<grid, tc::kTcThreads, bytes, stream>>>(static_cast<E*>(dk), static_cast<E*>(dv), in(dcontext), in(q), in(k),
                                                 in(v), lse, row_d, o);

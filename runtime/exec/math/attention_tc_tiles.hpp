@@ -28,6 +28,7 @@
 #include "runtime/exec/dropout_mask.hpp"          // defines: dropout_keep
 #include "runtime/exec/math/activation_math.hpp"  // defines: dropout_apply
 #include "runtime/exec/math/attention_math.hpp"
+#include "runtime/exec/math/attention_op_params.hpp"  // defines: AttentionOpParams
 
 namespace ptsim::runtime::math::attention_tc {
 
@@ -51,16 +52,8 @@ struct Problem {
   int64_t bh = 0;  // the dropout index's batch·head
 };
 
-// The whole op's parameters (every problem's): what the kernel is launched with.
-struct OpParams {
-  int64_t seq = 0, head_dim = 0, heads = 1;
-  float scale = 1;
-  bool causal = false;
-  const int32_t* keep = nullptr;  // the padding mask [B, S], or null
-  bool dropout = false;
-  uint64_t key = 0, threshold = 0;
-  float drop_scale = 1;
-};
+// The whole op's parameters (every problem's): what the kernel is launched with (attention_op_params.hpp).
+using OpParams = AttentionOpParams;
 PTSIM_HD inline Problem problem_of(const OpParams& o, int64_t bh) {
   Problem p;
   p.seq = o.seq;

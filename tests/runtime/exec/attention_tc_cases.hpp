@@ -28,6 +28,7 @@
 #include "runtime/exec/math/activation_math.hpp"
 #include "runtime/exec/math/attention_math.hpp"
 #include "runtime/exec/math/attention_tc_tiles.hpp"
+#include "tests/runtime/exec/attention_test_problem.hpp"
 
 namespace ptsim::test::attention_tc {
 
@@ -79,35 +80,7 @@ Inputs make_inputs(const Case& c, uint64_t seed) {
   return in;
 }
 
-inline AttentionProblem problem_of(const Case& c) {
-  AttentionProblem p;
-  p.batch_heads = c.batch * c.heads;
-  p.seq = c.seq;
-  p.head_dim = c.head_dim;
-  p.heads = c.heads;
-  p.scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
-  p.causal = c.causal;
-  p.has_mask = c.padded;
-  p.dropout_p = c.dropout;
-  p.dropout_key = ptsim::runtime::dropout_key(42, 3, 1, 7);
-  return p;
-}
-
-// The launcher's parameters (cuda/fused_attention_tc.cu builds the same from FusedAttentionArgs).
-inline tc::OpParams params_of(const AttentionProblem& p, const int32_t* keep) {
-  tc::OpParams o;
-  o.seq = p.seq;
-  o.head_dim = p.head_dim;
-  o.heads = p.heads;
-  o.scale = static_cast<float>(p.scale);
-  o.causal = p.causal;
-  o.keep = keep;
-  o.dropout = p.dropout_p > 0;
-  o.key = p.dropout_key;
-  o.threshold = ptsim::runtime::dropout_threshold(std::min(p.dropout_p, 1.0));
-  o.drop_scale = math::dropout_scale<float>(p.dropout_p);
-  return o;
-}
+using ptsim::test::problem_of;  // attention_test_problem.hpp
 
 struct Result {
   std::vector<float> context, lse;

@@ -17,12 +17,11 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/exec/cuda/attention_args.hpp"
 #include "runtime/exec/cuda/attention_tc.hpp"
-#include "runtime/exec/math/attention_tc_host_mma.hpp"
-#include "tests/runtime/exec/attention_tc_cases.hpp"
+#include "tests/runtime/exec/attention_tc_host_run.hpp"
 
 namespace cuda = ptsim::runtime::cuda;
-namespace tc = ptsim::runtime::math::attention_tc;
 using namespace ptsim::test::attention_tc;
 
 namespace {
@@ -45,8 +44,7 @@ T* upload(const T* host, size_t n) {
 
 template <class E>
 Result run_device(const Inputs& in, const AttentionProblem& p, const int32_t* keep_host, cuda::Attention16 dtype) {
-  auto narrow = [](const std::vector<float>& x) { return std::vector<E>(x.begin(), x.end()); };
-  const std::vector<E> q = narrow(in.q), k = narrow(in.k), v = narrow(in.v);
+  const std::vector<E> q = narrowed<E>(in.q), k = narrowed<E>(in.k), v = narrowed<E>(in.v);
   std::vector<E> context(q.size(), E(NAN));
   Result r;
   r.lse.assign(static_cast<size_t>(p.batch_heads * p.seq), NAN);
@@ -54,16 +52,7 @@ Result run_device(const Inputs& in, const AttentionProblem& p, const int32_t* ke
   E* dc = upload(context.data(), context.size());
   float* dl = upload(r.lse.data(), r.lse.size());
   int32_t* dm = keep_host != nullptr ? upload(keep_host, in.mask.size()) : nullptr;
-  cuda::FusedAttentionArgs a;
-  a.batch_heads = p.batch_heads;
-  a.seq = p.seq;
-  a.head_dim = p.head_dim;
-  a.heads = p.heads;
-  a.scale = p.scale;
-  a.causal = p.causal;
-  a.keep = dm;
-  a.dropout_p = p.dropout_p;
-  a.dropout_key = p.dropout_key;
+  const cuda::FusedAttentionArgs a = cuda::fused_attention_args(p, dm);
   cuda::launch_fused_attention_tc_forward(dc, dl, dq, dk, dv, dtype, a, nullptr);
   check(cudaDeviceSynchronize(), "the tensor-core attention kernel");
   check(cudaMemcpy(context.data(), dc, context.size() * sizeof(E), cudaMemcpyDeviceToHost), "cudaMemcpy back");
@@ -71,33 +60,8 @@ Result run_device(const Inputs& in, const AttentionProblem& p, const int32_t* ke
   for (void* ptr : {static_cast<void*>(dq), static_cast<void*>(dk), static_cast<void*>(dv), static_cast<void*>(dc),
                     static_cast<void*>(dl), static_cast<void*>(dm)})
     if (ptr != nullptr) check(cudaFree(ptr), "cudaFree");
-  r.context.assign(context.begin(), context.end());
+  r.context = widened(context);
   return r;
-}
-
-template <class E>
-Result run_host(const Inputs& in, const AttentionProblem& p, const int32_t* keep) {
-  auto narrow = [](const std::vector<float>& x) { return std::vector<E>(x.begin(), x.end()); };
-  const std::vector<E> q = narrow(in.q), k = narrow(in.k), v = narrow(in.v);
-  std::vector<E> context(q.size(), E(NAN));
-  Result r;
-  r.lse.assign(static_cast<size_t>(p.batch_heads * p.seq), NAN);
-  const tc::OpParams o = params_of(p, keep);
-  if (p.head_dim <= 64)
-    tc::host_forward<E, 64>(context.data(), r.lse.data(), q.data(), k.data(), v.data(), p.batch_heads, o);
-  else
-    tc::host_forward<E, 128>(context.data(), r.lse.data(), q.data(), k.data(), v.data(), p.batch_heads, o);
-  r.context.assign(context.begin(), context.end());
-  return r;
-}
-
-template <class E>
-std::vector<E> narrowed(const std::vector<float>& x) {
-  return std::vector<E>(x.begin(), x.end());
-}
-template <class E>
-std::vector<float> widened(const std::vector<E>& x) {
-  return std::vector<float>(x.begin(), x.end());
 }
 
 template <class E>
@@ -111,16 +75,7 @@ Gradients run_device_backward(const Inputs& in, const BackwardInputs& b, const A
   E *gdq = upload(dq.data(), dq.size()), *gdk = upload(dk.data(), dk.size()), *gdv = upload(dv.data(), dv.size());
   float* glse = upload(b.lse.data(), b.lse.size());
   int32_t* gm = keep_host != nullptr ? upload(keep_host, in.mask.size()) : nullptr;
-  cuda::FusedAttentionArgs a;
-  a.batch_heads = p.batch_heads;
-  a.seq = p.seq;
-  a.head_dim = p.head_dim;
-  a.heads = p.heads;
-  a.scale = p.scale;
-  a.causal = p.causal;
-  a.keep = gm;
-  a.dropout_p = p.dropout_p;
-  a.dropout_key = p.dropout_key;
+  const cuda::FusedAttentionArgs a = cuda::fused_attention_args(p, gm);
   void* scratch = nullptr;
   check(cudaMalloc(&scratch, cuda::fused_attention_backward_scratch_bytes(a)), "cudaMalloc");
   cuda::launch_fused_attention_tc_backward(gdq, gdk, gdv, gdout, gq, gk, gv, gout, glse, dtype, a, scratch, nullptr);

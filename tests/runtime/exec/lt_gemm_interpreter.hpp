@@ -9,9 +9,21 @@
 #include <cstdint>
 #include <vector>
 
+#include "models/task_graph.hpp"  // defines: GemmAttrs
 #include "runtime/exec/cuda/lt_gemm_plan.hpp"
 
 namespace ptsim::test {
+
+// The graph GEMM a plan is made from: C[m, n] = op(A)·op(B) over k, alpha 1, no bias, no accumulate.
+inline models::GemmAttrs gemm_attrs(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b) {
+  models::GemmAttrs a;
+  a.m = m;
+  a.n = n;
+  a.k = k;
+  a.trans_a = trans_a;
+  a.trans_b = trans_b;
+  return a;
+}
 
 // Element (i, j) of op(X) for a stored column-major X (element (r, c) at r + c·ld).
 inline double op_at(const std::vector<double>& X, const runtime::cuda::LtMatrix& l, bool trans, int64_t i,

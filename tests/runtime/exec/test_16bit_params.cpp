@@ -24,40 +24,29 @@
 #include "runtime/exec/precision.hpp"
 #include "runtime/optim/optimizer.hpp"
 #include "tests/runtime/exec/executor_test_support.hpp"
+#include "tests/runtime/exec/storage_16bit_support.hpp"
+#include "tests/runtime/exec/deferred_communicator.hpp"
 #include "tests/runtime/exec/forwarding_backend.hpp"
 
 using namespace ptsim::runtime;
 using namespace ptsim::models;
 using ptsim::test::fd_recipe;
+using ptsim::test::fnv1a_bytes;
+using ptsim::test::kFnvBasis;
 using ptsim::test::fill_inputs;
 using ptsim::test::tiny_bert;
 
 namespace {
 
-// The CPU backend behind a forwarding double: `emulate` turns 16-bit storage off (the executor keeps every
-// f16/bf16 tensor in fp32 and rounds after each op: the design this storage replaced, still the CUDA
-// backend's); otherwise 16-bit storage with only the ops ForwardingBackend forwards, so every newer Backend
-// operation runs its default (host copies), the path a backend without its own kernels takes.
-class CpuBehind : public ptsim::test::ForwardingBackend {
- public:
-  explicit CpuBehind(bool emulate) : CpuBehind(make_cpu_backend(ComputeType::f32, 1), emulate) {}
-  bool stores_16bit() const override { return !emulate_; }
-
- private:
-  CpuBehind(std::unique_ptr<Backend> cpu, bool emulate)
-      : ForwardingBackend(*cpu), cpu_(std::move(cpu)), emulate_(emulate) {}
-  std::unique_ptr<Backend> cpu_;
-  bool emulate_;
-};
-
+// cpu: the CPU backend's own 16-bit storage; emulated: 16-bit storage turned off (the design this storage
+// replaced, still the CUDA backend's); defaults: 16-bit storage through the Backend defaults (host copies).
+// Both doubles: storage_16bit_support.hpp.
 enum class Storage { cpu, emulated, defaults };
 
 Executor make_executor(const TaskGraph& graph, Storage storage) {
-  ExecutorOptions o;
-  o.time_ops = false;
-  o.threads = 1;  // GEMM results depend on the thread count
+  const ExecutorOptions o = ptsim::test::reproducible_executor_options();
   if (storage == Storage::cpu) return Executor(graph, o);
-  return Executor(graph, o, std::make_unique<CpuBehind>(storage == Storage::emulated));
+  return Executor(graph, o, std::make_unique<ptsim::test::CpuForwardingBackend>(storage != Storage::emulated));
 }
 
 struct Run {
@@ -85,17 +74,6 @@ struct RunBits {
   bool operator==(const RunBits&) const = default;
 };
 
-uint64_t fnv1a_bytes(uint64_t h, const std::vector<float>& v) {
-  for (float x : v) {
-    uint32_t b = std::bit_cast<uint32_t>(x);
-    for (int k = 0; k < 4; ++k, b >>= 8) {
-      h ^= b & 0xffu;
-      h *= 0x100000001b3ull;
-    }
-  }
-  return h;
-}
-constexpr uint64_t kFnvBasis = 0xcbf29ce484222325ull;
 
 // `run.steps` steps (lr 1e-3) of the tiny BERT from init seed 7, micro-batch inputs seeded 11, 12, ... in
 // order, loss gradient scale/accum (what the trainer writes).
@@ -117,11 +95,9 @@ RunBits train(const Run& run, Storage storage) {
     ex.run_step_tail(nullptr, opt.get(), 1e-3, run.scale);
     REQUIRE_FALSE(ex.last_step_skipped());
   }
-  r.masters = r.weights = kFnvBasis;
-  for (size_t i = 0; i < ex.graph().params.size(); ++i) {
-    r.masters = fnv1a_bytes(r.masters, ex.read_parameter(i));
-    r.weights = fnv1a_bytes(r.weights, ex.read_tensor<float>(ex.graph().params[i].weight));
-  }
+  const ptsim::test::ParameterHashes h = ptsim::test::parameter_hashes(ex);
+  r.masters = h.masters;
+  r.weights = h.weights;
   return r;
 }
 
@@ -320,10 +296,8 @@ namespace {
 
 // A 2-rank stand-in for MPI whose other rank holds 0.75·x: the sum x + fp32(0.75·x) rounds in fp32 (so the
 // staging's fp32 sum and the narrowing after it matter). Blocking sums at once; started ones in wait().
-class ThreeQuartersTwin final : public Communicator {
+class ThreeQuartersTwin final : public ptsim::test::DeferredCommunicator {
  public:
-  int rank() const override { return 0; }
-  int size() const override { return 2; }
   void all_reduce_sum(std::span<float> data) override {
     for (float& v : data) v += v * 0.75f;
   }
@@ -331,21 +305,9 @@ class ThreeQuartersTwin final : public Communicator {
     for (double& v : data) v += v * 0.75;
   }
   using Communicator::all_reduce_sum;
-  CommRequest start_all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType, Stream) override {
-    pending_.push_back({&backend, data});
-    return CommRequest{static_cast<int32_t>(pending_.size() - 1)};
-  }
-  void wait(CommRequest request) override {
-    auto [backend, span] = pending_.at(static_cast<size_t>(request.id));
-    std::vector<float> v(span.bytes / sizeof(float));
-    backend->copy_to_host(v.data(), span);
-    all_reduce_sum(std::span<float>(v));
-    backend->copy_to_device(span, v.data());
-  }
-  void barrier() override {}
 
  private:
-  std::vector<std::pair<Backend*, DeviceSpan>> pending_;
+  void sum_started(std::span<float> data) override { all_reduce_sum(data); }
 };
 
 // Two LAMB steps of two micro-steps, data parallel over the twin (several buckets), overlapped or in the tail.
@@ -354,11 +316,10 @@ RunBits train_data_parallel(Precision p, double scale, bool overlap, Storage sto
   r.data_parallel = 2;
   r.bucket_bytes = 4096;
   const TaskGraph graph = build_task_graph(tiny_bert(), r);
-  ExecutorOptions o;
-  o.time_ops = false;
-  o.threads = 1;
+  ExecutorOptions o = ptsim::test::reproducible_executor_options();
   o.overlap_comm = overlap;
-  Executor ex = storage == Storage::cpu ? Executor(graph, o) : Executor(graph, o, std::make_unique<CpuBehind>(true));
+  Executor ex = storage == Storage::cpu ? Executor(graph, o)
+                                        : Executor(graph, o, std::make_unique<ptsim::test::CpuForwardingBackend>(false));
   ex.init_parameters(7);
   auto opt = make_optimizer(ex.backend(), default_optimizer_config(OptimizerKind::lamb), ex.param_slots());
   ThreeQuartersTwin comm;
@@ -376,11 +337,9 @@ RunBits train_data_parallel(Precision p, double scale, bool overlap, Storage sto
       for (size_t i = 0; i < graph.params.size(); ++i) bits.gradients = fnv1a_bytes(bits.gradients, ex.read_gradient(i));
     }
   }
-  bits.masters = bits.weights = kFnvBasis;
-  for (size_t i = 0; i < graph.params.size(); ++i) {
-    bits.masters = fnv1a_bytes(bits.masters, ex.read_parameter(i));
-    bits.weights = fnv1a_bytes(bits.weights, ex.read_tensor<float>(graph.params[i].weight));
-  }
+  const ptsim::test::ParameterHashes h = ptsim::test::parameter_hashes(ex);
+  bits.masters = h.masters;
+  bits.weights = h.weights;
   return bits;
 }
 

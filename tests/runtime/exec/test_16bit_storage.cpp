@@ -23,7 +23,7 @@
 #include "models/memory_plan.hpp"
 #include "runtime/exec/backend.hpp"
 #include "tests/runtime/exec/executor_test_support.hpp"
-#include "tests/runtime/exec/forwarding_backend.hpp"
+#include "tests/runtime/exec/storage_16bit_support.hpp"
 
 using namespace ptsim::runtime;
 using namespace ptsim::models;
@@ -33,24 +33,11 @@ using ptsim::test::tiny_bert;
 
 namespace {
 
-// The CPU backend with 16-bit storage turned off: the executor then keeps f16/bf16 tensors in fp32 and rounds
-// every 16-bit output after its op (the emulation all CPU and CUDA runs used before 16-bit storage). The
-// reference the 16-bit storage must reproduce to the bit, on whatever machine runs the test.
-class EmulatingBackend : public ptsim::test::ForwardingBackend {
- public:
-  EmulatingBackend() : EmulatingBackend(make_cpu_backend(ComputeType::f32, 1)) {}
-  bool stores_16bit() const override { return false; }
-
- private:
-  explicit EmulatingBackend(std::unique_ptr<Backend> cpu) : ForwardingBackend(*cpu), cpu_(std::move(cpu)) {}
-  std::unique_ptr<Backend> cpu_;
-};
-
+// emulate: the CPU backend with 16-bit storage turned off (storage_16bit_support.hpp), the reference the
+// 16-bit storage must reproduce to the bit, on whatever machine runs the test.
 Executor make_executor(const TaskGraph& graph, bool emulate) {
-  ExecutorOptions o;
-  o.time_ops = false;
-  o.threads = 1;  // GEMM results depend on the thread count
-  if (emulate) return Executor(graph, o, std::make_unique<EmulatingBackend>());
+  const ExecutorOptions o = ptsim::test::reproducible_executor_options();
+  if (emulate) return Executor(graph, o, std::make_unique<ptsim::test::CpuForwardingBackend>(false));
   return Executor(graph, o);
 }
 
@@ -68,16 +55,6 @@ struct RunBits {
   uint64_t weight_hash = 0;      // FNV-1a over the bytes of every weight copy read as fp32, parameter order
 };
 
-uint64_t fnv1a_bytes(uint64_t h, const std::vector<float>& v) {
-  for (float x : v) {
-    uint32_t b = std::bit_cast<uint32_t>(x);
-    for (int k = 0; k < 4; ++k, b >>= 8) {
-      h ^= b & 0xffu;
-      h *= 0x100000001b3ull;
-    }
-  }
-  return h;
-}
 
 // 3 AdamW steps (lr 1e-3) of the tiny BERT from init seed 7, batches 11, 12, 13, at `p` with loss scale
 // `scale`, on the CPU backend's 16-bit storage or (`emulate`) its fp32-storage emulation.
@@ -93,11 +70,9 @@ RunBits three_steps(Precision p, double scale, bool emulate) {
     ex.run_step_tail(nullptr, opt.get(), 1e-3, scale);
     REQUIRE_FALSE(ex.last_step_skipped());
   }
-  r.master_hash = r.weight_hash = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < ex.graph().params.size(); ++i) {
-    r.master_hash = fnv1a_bytes(r.master_hash, ex.read_parameter(i));
-    r.weight_hash = fnv1a_bytes(r.weight_hash, ex.read_tensor<float>(ex.graph().params[i].weight));
-  }
+  const ptsim::test::ParameterHashes h = ptsim::test::parameter_hashes(ex);
+  r.master_hash = h.masters;
+  r.weight_hash = h.weights;
   return r;
 }
 

@@ -11,33 +11,14 @@
 #include <cmath>
 #include <vector>
 
-#include "runtime/exec/math/attention_tc_host_mma.hpp"
-#include "tests/runtime/exec/attention_tc_cases.hpp"
+#include "tests/runtime/exec/attention_tc_host_run.hpp"
 #if PTSIM_HAVE_CUDA
 #include "runtime/exec/cuda/attention_tc_dispatch.hpp"
 #endif
 
-namespace tc = ptsim::runtime::math::attention_tc;
 using namespace ptsim::test::attention_tc;
 
 namespace {
-
-template <class E>
-Result run_host(const Inputs& in, const AttentionProblem& p, const int32_t* keep) {
-  auto narrow = [](const std::vector<float>& x) { return std::vector<E>(x.begin(), x.end()); };
-  const std::vector<E> q = narrow(in.q), k = narrow(in.k), v = narrow(in.v);
-  std::vector<E> context(q.size(), E(NAN));
-  Result r;
-  r.lse.assign(static_cast<size_t>(p.batch_heads * p.seq), NAN);
-  const tc::OpParams o = params_of(p, keep);
-  if (p.head_dim <= 64)
-    tc::host_forward<E, 64>(context.data(), r.lse.data(), q.data(), k.data(), v.data(), p.batch_heads, o);
-  else
-    tc::host_forward<E, 128>(context.data(), r.lse.data(), q.data(), k.data(), v.data(), p.batch_heads, o);
-  r.context.assign(context.begin(), context.end());
-  return r;
-}
-
 
 // Runs one case through the host emulation; returns the worst error / bound.
 template <class E>
@@ -67,27 +48,6 @@ TEST_CASE("tensor-core attention tiles (host emulation, fp16) match the CPU fuse
 }
 
 namespace {
-
-// The backward through the host emulation.
-template <class E>
-Gradients run_host_backward(const Inputs& in, const BackwardInputs& b, const AttentionProblem& p, const int32_t* keep) {
-  auto narrow = [](const std::vector<float>& x) { return std::vector<E>(x.begin(), x.end()); };
-  const std::vector<E> q = narrow(in.q), k = narrow(in.k), v = narrow(in.v), dout = narrow(b.dout),
-                       out = narrow(b.context);
-  std::vector<E> dq(q.size(), E(NAN)), dk(q.size(), E(NAN)), dv(q.size(), E(NAN));
-  const tc::OpParams o = params_of(p, keep);
-  if (p.head_dim <= 64)
-    tc::host_backward<E, 64>(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), v.data(), out.data(),
-                             b.lse.data(), p.batch_heads, o);
-  else
-    tc::host_backward<E, 128>(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), v.data(),
-                              out.data(), b.lse.data(), p.batch_heads, o);
-  Gradients g;
-  g.dq.assign(dq.begin(), dq.end());
-  g.dk.assign(dk.begin(), dk.end());
-  g.dv.assign(dv.begin(), dv.end());
-  return g;
-}
 
 template <class E>
 double check_backward_case(const Case& c, Format16 format) {

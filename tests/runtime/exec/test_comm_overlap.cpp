@@ -14,6 +14,7 @@
 #include "runtime/exec/backend.hpp"
 #include "runtime/exec/executor.hpp"
 #include "runtime/optim/optimizer.hpp"
+#include "tests/runtime/exec/deferred_communicator.hpp"
 #include "tests/runtime/exec/executor_test_support.hpp"
 
 using namespace ptsim::runtime;
@@ -22,13 +23,11 @@ using namespace ptsim::models;
 namespace {
 
 // Two identical ranks: the sum is 2·x. Blocking calls double at once; started ones double in wait().
-class DeferredTwin final : public Communicator {
+class DeferredTwin final : public ptsim::test::DeferredCommunicator {
  public:
   const int* ops_run = nullptr;   // body ops run so far in this step (counted by the executor's after_op)
   std::vector<int> started_at;    // ops_run at each start
   int waits = 0, blocking = 0;
-  int rank() const override { return 0; }
-  int size() const override { return 2; }
   void all_reduce_sum(std::span<float> data) override {
     ++blocking;
     for (float& v : data) v *= 2;
@@ -38,23 +37,20 @@ class DeferredTwin final : public Communicator {
     for (double& v : data) v *= 2;
   }
   using Communicator::all_reduce_sum;
-  CommRequest start_all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType, Stream) override {
+  CommRequest start_all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType type,
+                                   Stream stream) override {
     started_at.push_back(ops_run ? *ops_run : -1);
-    pending_.push_back({&backend, data});
-    return CommRequest{static_cast<int32_t>(pending_.size() - 1)};
+    return DeferredCommunicator::start_all_reduce_sum(backend, data, type, stream);
   }
   void wait(CommRequest request) override {
-    auto [backend, span] = pending_.at(static_cast<size_t>(request.id));
-    std::vector<float> v(span.bytes / sizeof(float));
-    backend->copy_to_host(v.data(), span);
-    for (float& x : v) x *= 2;
-    backend->copy_to_device(span, v.data());
+    DeferredCommunicator::wait(request);
     ++waits;
   }
-  void barrier() override {}
 
  private:
-  std::vector<std::pair<Backend*, DeviceSpan>> pending_;
+  void sum_started(std::span<float> data) override {
+    for (float& x : data) x *= 2;
+  }
 };
 
 // Two LAMB steps of two micro-steps; returns every parameter after them.

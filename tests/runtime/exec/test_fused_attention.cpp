@@ -15,10 +15,12 @@
 #include "runtime/exec/cpu_backend.hpp"
 #include "runtime/exec/cpu_fused_attention.hpp"
 #include "runtime/exec/math/attention_math.hpp"
+#include "tests/runtime/exec/attention_test_problem.hpp"
 
 namespace cpu = ptsim::runtime::cpu;
 namespace math = ptsim::runtime::math;
 using ptsim::runtime::AttentionProblem;
+using ptsim::test::problem_of;
 
 namespace {
 
@@ -52,20 +54,6 @@ Inputs make_inputs(const Config& c, uint64_t seed) {
     for (int64_t b = 0; b < c.batch; ++b)
       for (int64_t j = 0; j < c.seq; ++j) in.mask.push_back(b == 0 || j < c.seq - c.seq / 3 ? 1 : 0);
   return in;
-}
-
-AttentionProblem problem_of(const Config& c) {
-  AttentionProblem p;
-  p.batch_heads = c.batch * c.heads;
-  p.seq = c.seq;
-  p.head_dim = c.head_dim;
-  p.heads = c.heads;
-  p.scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
-  p.causal = c.causal;
-  p.has_mask = c.padded;
-  p.dropout_p = c.dropout;
-  p.dropout_key = cpu::dropout_key(42, 3, 1, 7);
-  return p;
 }
 
 template <class T>

@@ -51,6 +51,7 @@ using ptsim::test::add_op;
 using ptsim::test::add_tensor;
 using ptsim::test::decode;
 using ptsim::test::encode;
+using ptsim::test::gemm_attrs;
 using ptsim::test::random_in;
 
 // The graph's ops on the CPU f32 backend (16-bit tensors stored as 16 bits: its op boundary).
@@ -153,16 +154,6 @@ double compare_gemm(const GemmCase& c, uint64_t seed) {
   return worst;
 }
 
-ptsim::models::GemmAttrs attrs(int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
-  ptsim::models::GemmAttrs a;
-  a.m = m;
-  a.n = n;
-  a.k = k;
-  a.trans_a = ta;
-  a.trans_b = tb;
-  return a;
-}
-
 // A gemm graph of the given stored dtypes (bias: DType::f64 = none) for the type rules.
 TaskGraph typed_gemm(DType a, DType b, DType c, DType bias, OpKind kind = OpKind::gemm) {
   TaskGraph g;
@@ -170,7 +161,7 @@ TaskGraph typed_gemm(DType a, DType b, DType c, DType bias, OpKind kind = OpKind
   const int A = add_tensor(g, "A", {batch, 4, 3}, a), B = add_tensor(g, "B", {batch, 3, 5}, b);
   std::vector<int> in{A, B};
   ptsim::models::OpAttrs at;
-  at.gemm = attrs(4, 5, 3, false, false);
+  at.gemm = gemm_attrs(4, 5, 3, false, false);
   at.gemm.batch = batch;
   if (bias != DType::f64) {
     in.push_back(add_tensor(g, "bias", {5}, bias));
@@ -223,25 +214,25 @@ TEST_CASE("16-bit GEMMs: which type combinations run natively, which go through 
 TEST_CASE("typed cuBLASLt plans: the layouts and the epilogue vector carry the stored types") {
   using cuda::GemmElement;
   const cuda::GemmTypes bf16_out{GemmElement::bf16, GemmElement::bf16, GemmElement::bf16};
-  const cuda::LtGemmPlan p = cuda::lt_gemm_plan(attrs(7, 4, 5, false, true), cuda::LtEpilogue::bias, bf16_out);
+  const cuda::LtGemmPlan p = cuda::lt_gemm_plan(gemm_attrs(7, 4, 5, false, true), cuda::LtEpilogue::bias, bf16_out);
   CHECK(p.a.type == GemmElement::bf16);
   CHECK(p.b.type == GemmElement::bf16);
   CHECK(p.d.type == GemmElement::bf16);
   CHECK(p.vector_type == GemmElement::bf16);
   CHECK(cuda::lt_vector_type_documented(p));
   // The same shape in fp32 is a different plan (its own cache entry).
-  CHECK_FALSE(p == cuda::lt_gemm_plan(attrs(7, 4, 5, false, true), cuda::LtEpilogue::bias));
+  CHECK_FALSE(p == cuda::lt_gemm_plan(gemm_attrs(7, 4, 5, false, true), cuda::LtEpilogue::bias));
   // cublasLt.h: the bias has D's type; an fp32 bias with a bf16 D is not documented (the finishing kernel adds it).
-  const cuda::LtGemmPlan f32_bias = cuda::lt_gemm_plan(attrs(7, 4, 5, false, true), cuda::LtEpilogue::bias,
+  const cuda::LtGemmPlan f32_bias = cuda::lt_gemm_plan(gemm_attrs(7, 4, 5, false, true), cuda::LtEpilogue::bias,
                                                        {GemmElement::bf16, GemmElement::bf16, GemmElement::f32});
   CHECK(f32_bias.vector_type == GemmElement::f32);
   CHECK_FALSE(cuda::lt_vector_type_documented(f32_bias));
   // The bias gradient is written in C's type: fp32 for a 16-bit GEMM with an fp32 dW.
-  const cuda::LtGemmPlan bgrad = cuda::lt_gemm_plan(attrs(6, 3, 9, true, false), cuda::LtEpilogue::bias_grad_b,
+  const cuda::LtGemmPlan bgrad = cuda::lt_gemm_plan(gemm_attrs(6, 3, 9, true, false), cuda::LtEpilogue::bias_grad_b,
                                                     {GemmElement::f16, GemmElement::f32, GemmElement::f16});
   CHECK(bgrad.vector_type == GemmElement::f32);
   CHECK(cuda::lt_vector_type_documented(bgrad));
-  CHECK(cuda::lt_vector_type_documented(cuda::lt_gemm_plan(attrs(6, 3, 9, true, false), cuda::LtEpilogue::none,
+  CHECK(cuda::lt_vector_type_documented(cuda::lt_gemm_plan(gemm_attrs(6, 3, 9, true, false), cuda::LtEpilogue::none,
                                                            {GemmElement::f16, GemmElement::f16, GemmElement::f32})));
 }
 
@@ -306,7 +297,7 @@ TEST_CASE("a 16-bit weight-gradient GEMM with an fp32 dW and BGRADB equals the C
     const int dy = add_tensor(g, "dY", {tokens, out}, t), x = add_tensor(g, "X", {tokens, in}, t);
     const int dw = add_tensor(g, "dW", {out, in}, DType::f32), db = add_tensor(g, "dbias", {out}, DType::f32);
     ptsim::models::OpAttrs a;
-    a.gemm = attrs(out, in, tokens, true, false);
+    a.gemm = gemm_attrs(out, in, tokens, true, false);
     a.gemm.accumulate = true;
     add_op(g, OpKind::gemm, {dy, x}, {dw}, a);
     add_op(g, OpKind::bias_grad, {dy}, {db}, {});

@@ -22,17 +22,8 @@ using ptsim::test::randn;
 namespace {
 
 using ptsim::test::LtResult;
+using ptsim::test::gemm_attrs;
 using ptsim::test::run_lt;
-
-ptsim::models::GemmAttrs attrs(int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
-  ptsim::models::GemmAttrs a;
-  a.m = m;
-  a.n = n;
-  a.k = k;
-  a.trans_a = ta;
-  a.trans_b = tb;
-  return a;
-}
 
 void check_close(const std::vector<double>& got, const std::vector<double>& want, const char* what) {
   REQUIRE(got.size() == want.size());
@@ -44,7 +35,7 @@ void check_close(const std::vector<double>& got, const std::vector<double>& want
 
 TEST_CASE("cuBLASLt plan with the bias epilogue equals cpu::gemm_forward with its bias, every transpose") {
   for (int t = 0; t < 4; ++t) {
-    ptsim::models::GemmAttrs a = attrs(7, 4, 5, (t & 1) != 0, (t & 2) != 0);
+    ptsim::models::GemmAttrs a = gemm_attrs(7, 4, 5, (t & 1) != 0, (t & 2) != 0);
     a.alpha = 0.5;
     a.has_bias = true;
     for (bool accumulate : {false, true}) {
@@ -64,7 +55,7 @@ TEST_CASE("cuBLASLt plan with the bias epilogue equals cpu::gemm_forward with it
 TEST_CASE("cuBLASLt bias-gradient epilogues give cpu::bias_grad of dy where bias_grad_epilogue allows them") {
   // The weight-gradient GEMM of a linear layer: dW (out=6, in=3) += dYᵀ (dY stored (tokens=9, out)) · X (9, 3).
   const int64_t tokens = 9, out = 6, in = 3;
-  ptsim::models::GemmAttrs w = attrs(out, in, tokens, true, false);
+  ptsim::models::GemmAttrs w = gemm_attrs(out, in, tokens, true, false);
   w.accumulate = true;
   const std::vector<double> dY = randn(static_cast<size_t>(tokens * out), 101), X = randn(tokens * in, 102);
   const std::vector<double> dW0 = randn(out * in, 103), dbias0 = randn(out, 104);
@@ -84,7 +75,7 @@ TEST_CASE("cuBLASLt bias-gradient epilogues give cpu::bias_grad of dy where bias
   }
   {
     // The mirror layout: dy as the graph's B stored (k, n) — Xᵀ (in, tokens) · dY (tokens, out).
-    const ptsim::models::GemmAttrs m = attrs(in, out, tokens, true, false);
+    const ptsim::models::GemmAttrs m = gemm_attrs(in, out, tokens, true, false);
     const auto e = cuda::bias_grad_epilogue(m, cuda::GemmOperand::b, tokens, out);
     REQUIRE(e.has_value());
     CHECK(*e == cuda::LtEpilogue::bias_grad_a);
@@ -102,20 +93,20 @@ TEST_CASE("cuBLASLt bias-gradient epilogues give cpu::bias_grad of dy where bias
 TEST_CASE("bias_grad_epilogue refuses layouts whose reduction is not dy's rows, and GEMMs it cannot fuse") {
   const int64_t tokens = 9, out = 6, in = 3;
   // The input-gradient GEMM dX (tokens, in) = dY (tokens, out) · W (out, in): its k is `out`, not the tokens.
-  CHECK_FALSE(cuda::bias_grad_epilogue(attrs(tokens, in, out, false, false), cuda::GemmOperand::a, tokens, out));
+  CHECK_FALSE(cuda::bias_grad_epilogue(gemm_attrs(tokens, in, out, false, false), cuda::GemmOperand::a, tokens, out));
   // dy as A but not transposed, or as B but transposed: the sum would run over the wrong index.
-  CHECK_FALSE(cuda::bias_grad_epilogue(attrs(out, in, tokens, false, false), cuda::GemmOperand::a, tokens, out));
-  CHECK_FALSE(cuda::bias_grad_epilogue(attrs(in, out, tokens, false, true), cuda::GemmOperand::b, tokens, out));
+  CHECK_FALSE(cuda::bias_grad_epilogue(gemm_attrs(out, in, tokens, false, false), cuda::GemmOperand::a, tokens, out));
+  CHECK_FALSE(cuda::bias_grad_epilogue(gemm_attrs(in, out, tokens, false, true), cuda::GemmOperand::b, tokens, out));
   // Shapes that do not match dy (M, N).
-  CHECK_FALSE(cuda::bias_grad_epilogue(attrs(out, in, tokens, true, false), cuda::GemmOperand::a, tokens + 1, out));
-  CHECK_FALSE(cuda::bias_grad_epilogue(attrs(out, in, tokens, true, false), cuda::GemmOperand::a, tokens, out + 1));
-  ptsim::models::GemmAttrs batched = attrs(out, in, tokens, true, false);
+  CHECK_FALSE(cuda::bias_grad_epilogue(gemm_attrs(out, in, tokens, true, false), cuda::GemmOperand::a, tokens + 1, out));
+  CHECK_FALSE(cuda::bias_grad_epilogue(gemm_attrs(out, in, tokens, true, false), cuda::GemmOperand::a, tokens, out + 1));
+  ptsim::models::GemmAttrs batched = gemm_attrs(out, in, tokens, true, false);
   batched.batch = 2;
   CHECK_FALSE(cuda::bias_grad_epilogue(batched, cuda::GemmOperand::a, tokens, out));
-  ptsim::models::GemmAttrs with_bias = attrs(out, in, tokens, true, false);
+  ptsim::models::GemmAttrs with_bias = gemm_attrs(out, in, tokens, true, false);
   with_bias.has_bias = true;
   CHECK_FALSE(cuda::bias_grad_epilogue(with_bias, cuda::GemmOperand::a, tokens, out));
-  CHECK(cuda::bias_grad_epilogue(attrs(out, in, tokens, true, false), cuda::GemmOperand::a, tokens, out));
+  CHECK(cuda::bias_grad_epilogue(gemm_attrs(out, in, tokens, true, false), cuda::GemmOperand::a, tokens, out));
 }
 
 TEST_CASE("PTSIM_CUDA_GEMM_EPILOGUES: unset or 1 enables, 0 disables, anything else is an InputError") {
