@@ -39,16 +39,20 @@ std::string format_bytes(double bytes) {
   return fmt::format("{:.0f} bytes", bytes);
 }
 
+void require_memory(double needed_bytes, uint64_t available, const std::string& where, const std::string& source,
+                    const std::string& what, const std::string& advice) {
+  if (!(needed_bytes > static_cast<double>(available)) && std::isfinite(needed_bytes)) return;
+  throw InputError(fmt::format("{} needs {:.0f} bytes ({}) of memory, {} has {} bytes ({}) available ({}); {}", what,
+                               needed_bytes, format_bytes(needed_bytes), where, available,
+                               format_bytes(static_cast<double>(available)), source, advice));
+}
+
 void require_available_memory(double needed_bytes, const std::string& what, const std::string& advice) {
   const std::optional<uint64_t> available = available_memory_bytes();
   if (!available) return;
-  if (!(needed_bytes > static_cast<double>(*available)) && std::isfinite(needed_bytes)) return;
   const char* forced = std::getenv("PTSIM_MEM_AVAILABLE_BYTES");
-  throw InputError(fmt::format("{} needs {:.0f} bytes ({}) of memory, this machine has {} bytes ({}) available "
-                               "({}); {}",
-                               what, needed_bytes, format_bytes(needed_bytes), *available,
-                               format_bytes(static_cast<double>(*available)),
-                               forced && *forced ? "PTSIM_MEM_AVAILABLE_BYTES" : "MemAvailable in /proc/meminfo", advice));
+  require_memory(needed_bytes, *available, "this machine",
+                 forced && *forced ? "PTSIM_MEM_AVAILABLE_BYTES" : "MemAvailable in /proc/meminfo", what, advice);
 }
 
 }  // namespace ptsim::core

@@ -18,6 +18,11 @@ std::optional<uint64_t> available_memory_bytes();
 // (MemAvailable in /proc/meminfo); <advice>" when `needed_bytes` exceeds what is available.
 void require_available_memory(double needed_bytes, const std::string& what, const std::string& advice);
 
+// The same check against `available` bytes of another memory (a GPU's): throws InputError "<what> needs
+// <needed> bytes (<GiB>) of memory, <where> has <available> bytes (<GiB>) available (<source>); <advice>".
+void require_memory(double needed_bytes, uint64_t available, const std::string& where, const std::string& source,
+                    const std::string& what, const std::string& advice);
+
 // "1.23 GiB" (binary units), for messages.
 std::string format_bytes(double bytes);
 

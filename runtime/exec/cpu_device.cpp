@@ -39,6 +39,14 @@ bool backend_available(BackendKind kind) {
 // Both convert at the op boundary from the same plan (op_boundary_plan.hpp).
 bool backend_stores_16bit(BackendKind kind) { return kind == BackendKind::cpu || kind == BackendKind::cuda; }
 
+std::optional<BackendMemory> backend_device_memory(BackendKind kind) {
+#ifdef PTSIM_HAVE_CUDA
+  if (kind == BackendKind::cuda) return cuda_device_memory();
+#endif
+  (void)kind;
+  return std::nullopt;
+}
+
 std::unique_ptr<Backend> make_backend(BackendKind kind, ComputeType compute, int threads) {
   if (!backend_available(kind))
     throw core::InputError(fmt::format("backend '{}': this ptsim was built without the {} backend (use cpu)",

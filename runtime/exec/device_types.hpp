@@ -6,6 +6,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 
 namespace ptsim::runtime {
@@ -30,6 +32,14 @@ bool backend_available(BackendKind kind);
 // what the trainer plans memory for before the backend exists. cpu and cuda: true (both convert at the op
 // boundary, op_boundary_plan.hpp).
 bool backend_stores_16bit(BackendKind kind);
+// The memory a `kind` backend allocates its buffers in, when that is not this machine's RAM: the current
+// GPU's free bytes (cudaMemGetInfo) and its name ("GPU 0 (NVIDIA H200)"). nullopt for the CPU backend (host
+// memory: core::available_memory_bytes), and for cuda when no device is found (make_backend says so).
+struct BackendMemory {
+  uint64_t free_bytes = 0;
+  std::string device;
+};
+std::optional<BackendMemory> backend_device_memory(BackendKind kind);
 
 // A block of backend memory: the handle allocate() returned (id) and its size. id < 0: no buffer.
 struct DeviceBuffer {

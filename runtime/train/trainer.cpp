@@ -322,13 +322,20 @@ class Trainer {
     // So does the fp32 staging of 16-bit gradient buckets under data parallelism (all_reduce_staging_bytes).
     const double scratch = (stores_16bit ? static_cast<double>(boundary_scratch_bytes(stored)) : 0.0) +
                            (world_ > 1 ? all_reduce_staging_bytes(stored, c_.comm_overlap) : 0.0);
-    int local_ranks = 1;
-    if (const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); s && world_ > 1) local_ranks = std::max(1, std::atoi(s));
-    core::require_available_memory(
-        (plan.total_bytes() + scratch) * local_ranks,
-        fmt::format("ptsim train: {} at micro-batch {} × seq {}{}", graph_->model.name, c_.micro_batch,
-                    dataset_->seq_len(), local_ranks > 1 ? fmt::format(" × {} ranks on this machine", local_ranks) : ""),
-        "use a smaller --micro-batch (with --grad-accum for the same global batch) or a smaller model");
+    const char* advice = "use a smaller --micro-batch (with --grad-accum for the same global batch) or a smaller model";
+    const std::string what = fmt::format("ptsim train: {} at micro-batch {} × seq {}", graph_->model.name,
+                                         c_.micro_batch, dataset_->seq_len());
+    if (const std::optional<BackendMemory> device = backend_device_memory(c_.backend)) {
+      // A GPU backend allocates every buffer on its own device (one per rank).
+      core::require_memory(plan.total_bytes() + scratch, device->free_bytes, device->device, "cudaMemGetInfo", what,
+                           advice);
+    } else {
+      int local_ranks = 1;
+      if (const char* s = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); s && world_ > 1) local_ranks = std::max(1, std::atoi(s));
+      core::require_available_memory(
+          (plan.total_bytes() + scratch) * local_ranks,
+          what + (local_ranks > 1 ? fmt::format(" × {} ranks on this machine", local_ranks) : std::string()), advice);
+    }
 
     ExecutorOptions eo;
     eo.compute = ComputeType::f32;

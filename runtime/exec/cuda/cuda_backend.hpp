@@ -4,6 +4,7 @@
 // cuda_backend.cpp (the compute ops on the kernels of this folder); docs/cuda-backend.md.
 #pragma once
 #include <memory>
+#include <optional>
 
 #include "runtime/exec/backend.hpp"
 
@@ -11,6 +12,8 @@ namespace ptsim::runtime {
 
 // The number of CUDA devices the driver reports (0 when there is no driver or no device).
 int cuda_device_count();
+// The current device's free memory (cudaMemGetInfo) and "GPU <n> (<name>)"; nullopt without a device.
+std::optional<BackendMemory> cuda_device_memory();
 // A CUDA backend on the calling thread's current device (cudaGetDevice: the one NcclCommunicator or
 // use_local_rank_device selected; device 0 when nothing did), computing in f32. Throws core::InputError when
 // no CUDA device was found or compute is f64 (the CUDA backend runs f32 only; f64 is the CPU's check precision).

@@ -28,6 +28,17 @@ int cuda_device_count() {
   return count;
 }
 
+std::optional<BackendMemory> cuda_device_memory() {
+  if (cuda_device_count() == 0) return std::nullopt;
+  int device = 0;
+  PTSIM_CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp prop{};
+  PTSIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  size_t free_bytes = 0, total_bytes = 0;
+  PTSIM_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return BackendMemory{free_bytes, fmt::format("GPU {} ({})", device, prop.name)};
+}
+
 }  // namespace ptsim::runtime
 
 namespace ptsim::runtime::cuda {
