@@ -13,22 +13,14 @@ bool OpBoundary::prepare(const models::TaskGraph& graph, const models::Op& op, s
   // grows to the largest op, then is reused (its start is only as aligned as operator new makes it; no
   // CPU kernel assumes more)
   if (scratch_.size() < plan.scratch_floats) scratch_.resize(plan.scratch_floats);
-  inputs_.assign(inputs.begin(), inputs.end());
-  outputs_.assign(outputs.begin(), outputs.end());
-  narrowings_.clear();
-  for (const BoundaryOperand& o : plan.operands) {
-    float* f = scratch_.data() + o.offset_floats;
-    void* storage = o.output ? outputs[o.index] : inputs[o.index];
-    if (o.widen) widen_16bit(f, storage, o.elements, o.dtype);
-    if (o.narrow) narrowings_.push_back({storage, f, o.elements, o.dtype});
-    (o.output ? outputs_ : inputs_)[o.index] = f;
-  }
+  bind_boundary(plan, scratch_.data(), inputs, outputs, bound_);
+  for (const BoundaryConversion& c : bound_.widen) widen_16bit(c.scratch, c.storage, c.elements, c.dtype);
   return true;
 }
 
 void OpBoundary::finish() {
-  for (const Narrowing& n : narrowings_) narrow_16bit(n.storage, n.scratch, n.n, n.dtype);
-  narrowings_.clear();
+  for (const BoundaryConversion& c : bound_.narrow) narrow_16bit(c.storage, c.scratch, c.elements, c.dtype);
+  bound_.narrow.clear();
 }
 
 }  // namespace ptsim::runtime::cpu

@@ -28,22 +28,15 @@ class OpBoundary {
  public:
   bool prepare(const models::TaskGraph& graph, const models::Op& op, std::span<void* const> inputs,
                std::span<void* const> outputs);
-  std::span<void* const> inputs() const { return inputs_; }
-  std::span<void* const> outputs() const { return outputs_; }
+  std::span<void* const> inputs() const { return bound_.inputs; }
+  std::span<void* const> outputs() const { return bound_.outputs; }
   void finish();
   // The scratch grown so far (bytes): 4 × the largest op's 16-bit operand elements, plus alignment.
   size_t scratch_bytes() const { return scratch_.size() * sizeof(float); }
 
  private:
-  struct Narrowing {
-    void* storage;
-    const float* scratch;
-    size_t n;
-    models::DType dtype;
-  };
   std::vector<float> scratch_;
-  std::vector<void*> inputs_, outputs_;
-  std::vector<Narrowing> narrowings_;
+  BoundBoundary bound_;
 };
 
 }  // namespace ptsim::runtime::cpu

@@ -48,6 +48,21 @@ OpBoundaryPlan plan_op_boundary(const models::TaskGraph& graph, const models::Op
   return plan;
 }
 
+void bind_boundary(const OpBoundaryPlan& plan, float* scratch, std::span<void* const> inputs,
+                   std::span<void* const> outputs, BoundBoundary& bound) {
+  bound.inputs.assign(inputs.begin(), inputs.end());
+  bound.outputs.assign(outputs.begin(), outputs.end());
+  bound.widen.clear();
+  bound.narrow.clear();
+  for (const BoundaryOperand& o : plan.operands) {
+    float* copy = scratch + o.offset_floats;
+    void* storage = o.output ? outputs[o.index] : inputs[o.index];
+    if (o.widen) bound.widen.push_back({storage, copy, o.elements, o.dtype});
+    if (o.narrow) bound.narrow.push_back({storage, copy, o.elements, o.dtype});
+    (o.output ? bound.outputs : bound.inputs)[o.index] = copy;
+  }
+}
+
 size_t op_scratch_floats(const models::TaskGraph& graph, const models::Op& op) {
   size_t need = 0;
   auto add = [&](int id) {

@@ -8,6 +8,7 @@
 // its own memory and conversions. Design: docs/executor.md, "Mixed precision".
 #pragma once
 #include <cstddef>
+#include <span>
 #include <vector>
 
 #include "models/task_graph.hpp"
@@ -38,6 +39,25 @@ struct OpBoundaryPlan {
   size_t scratch_floats = 0;              // the scratch the operands take, alignment included
   bool empty() const { return operands.empty(); }
 };
+
+// One conversion a backend carries out for a bound plan: `elements` values between the 16-bit storage and
+// their fp32 copy in the scratch.
+struct BoundaryConversion {
+  void* storage;
+  float* scratch;
+  size_t elements;
+  models::DType dtype;
+};
+// A plan bound to one scratch and one op's storage addresses: what to give the fp32 kernel (its inputs and
+// outputs, the 16-bit ones replaced by their scratch copies), what to widen before it and narrow after it.
+struct BoundBoundary {
+  std::vector<void*> inputs, outputs;
+  std::vector<BoundaryConversion> widen, narrow;
+};
+// Fills `bound` (its vectors reused) from `plan`, `scratch` (at least plan.scratch_floats floats) and the
+// op's storage addresses. Both backends' OpBoundary call it, then convert with their own kernels.
+void bind_boundary(const OpBoundaryPlan& plan, float* scratch, std::span<void* const> inputs,
+                   std::span<void* const> outputs, BoundBoundary& bound);
 
 // The plan of `op` on `graph` (whose tensor dtypes are as stored: Executor's storage_graph). Empty when no
 // operand is 16-bit.

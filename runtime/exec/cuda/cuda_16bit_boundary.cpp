@@ -36,26 +36,19 @@ bool OpBoundary::prepare(const models::TaskGraph& graph, const models::Op& op, s
                          std::span<void* const> outputs, cudaStream_t stream) {
   const OpBoundaryPlan plan = plan_op_boundary(graph, op);
   if (plan.empty()) return false;
-  float* scratch = scratch_for(graph, plan.scratch_floats, stream);
-  inputs_.assign(inputs.begin(), inputs.end());
-  outputs_.assign(outputs.begin(), outputs.end());
-  narrowings_.clear();
-  for (const BoundaryOperand& o : plan.operands) {
-    float* f = scratch + o.offset_floats;
-    void* storage = o.output ? outputs[o.index] : inputs[o.index];
-    const bool bf16 = o.dtype == models::DType::bf16;
-    if (o.widen) launch_widen_16bit(f, static_cast<const uint16_t*>(storage), o.elements, bf16, stream);
-    if (o.narrow) narrowings_.push_back({storage, f, o.elements, bf16});
-    (o.output ? outputs_ : inputs_)[o.index] = f;
-  }
+  bind_boundary(plan, scratch_for(graph, plan.scratch_floats, stream), inputs, outputs, bound_);
+  for (const BoundaryConversion& c : bound_.widen)
+    launch_widen_16bit(c.scratch, static_cast<const uint16_t*>(c.storage), c.elements,
+                       c.dtype == models::DType::bf16, stream);
   check_launch("widen_16bit");
   return true;
 }
 
 void OpBoundary::finish(cudaStream_t stream) {
-  for (const Narrowing& n : narrowings_)
-    launch_narrow_16bit(static_cast<uint16_t*>(n.storage), n.scratch, n.n, n.bf16, stream);
-  narrowings_.clear();
+  for (const BoundaryConversion& c : bound_.narrow)
+    launch_narrow_16bit(static_cast<uint16_t*>(c.storage), c.scratch, c.elements, c.dtype == models::DType::bf16,
+                        stream);
+  bound_.narrow.clear();
   check_launch("narrow_16bit");
 }
 

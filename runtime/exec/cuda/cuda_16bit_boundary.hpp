@@ -33,24 +33,17 @@ class OpBoundary {
 
   bool prepare(const models::TaskGraph& graph, const models::Op& op, std::span<void* const> inputs,
                std::span<void* const> outputs, cudaStream_t stream);
-  std::span<void* const> inputs() const { return inputs_; }
-  std::span<void* const> outputs() const { return outputs_; }
+  std::span<void* const> inputs() const { return bound_.inputs; }
+  std::span<void* const> outputs() const { return bound_.outputs; }
   void finish(cudaStream_t stream);
   // The device scratch allocated so far (bytes): boundary_scratch_bytes of the largest graph run.
   size_t scratch_bytes() const { return scratch_bytes_; }
 
  private:
-  struct Narrowing {
-    void* storage;
-    const float* scratch;
-    size_t n;
-    bool bf16;
-  };
   float* scratch_for(const models::TaskGraph& graph, size_t floats, cudaStream_t stream);
   float* scratch_ = nullptr;  // device
   size_t scratch_bytes_ = 0;
-  std::vector<void*> inputs_, outputs_;
-  std::vector<Narrowing> narrowings_;
+  BoundBoundary bound_;
 };
 
 }  // namespace ptsim::runtime::cuda
