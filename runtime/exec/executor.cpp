@@ -597,11 +597,7 @@ struct Executor::Impl {
         at += span_of(id).bytes;
       }
     }
-    backend->record(bucket_ready, compute_stream);
-    backend->wait(comm_stream, bucket_ready);
-    comm.all_reduce_sum(*backend, whole ? *whole : DeviceSpan::of(staging).sub(0, total), options.compute, comm_stream);
-    backend->record(bucket_reduced, comm_stream);
-    backend->wait(compute_stream, bucket_reduced);
+    sum_on_comm_stream(comm, whole ? *whole : DeviceSpan::of(staging).sub(0, total));
     if (!whole) {  // unpack
       size_t at = 0;
       for (int id : op.inputs) {
@@ -610,6 +606,15 @@ struct Executor::Impl {
       }
     }
     average(op, comm);
+  }
+  // Sums `span` over the ranks on the communication stream, after the compute stream's work so far; the
+  // compute stream's later work waits for the sum.
+  void sum_on_comm_stream(Communicator& comm, const DeviceSpan& span) {
+    backend->record(bucket_ready, compute_stream);
+    backend->wait(comm_stream, bucket_ready);
+    comm.all_reduce_sum(*backend, span, options.compute, comm_stream);
+    backend->record(bucket_reduced, comm_stream);
+    backend->wait(compute_stream, bucket_reduced);
   }
   // 16-bit gradient buckets (16-bit storage): the collective sums fp32. Each bucket is widened into fp32
   // staging (exact), all-reduced there, averaged in fp32 and narrowed back to 16 bits (round to nearest
@@ -629,11 +634,7 @@ struct Executor::Impl {
     else
       for (int id : op.inputs) pieces.emplace_back(id, span_of(id));
     const DeviceSpan staged = widen_bucket(op, pieces, false);
-    backend->record(bucket_ready, compute_stream);
-    backend->wait(comm_stream, bucket_ready);
-    comm.all_reduce_sum(*backend, staged, options.compute, comm_stream);
-    backend->record(bucket_reduced, comm_stream);
-    backend->wait(compute_stream, bucket_reduced);
+    sum_on_comm_stream(comm, staged);
     narrow_bucket(op, pieces, false, comm);
   }
   // The bucket's fp32 staging: its own buffer (`own`: started from backward) or the tail's shared one,
