@@ -42,6 +42,18 @@ double mean_loss(const std::vector<MetricsLine>& m, size_t from, size_t to) {
   return s / static_cast<double>(to - from);
 }
 
+// Trains `flags` straight (checkpoints in dir/straight, metrics dir/a.jsonl) and split (dir/split, dir/b.jsonl:
+// --stop-after `stop_after`, then --resume), requiring each run to succeed.
+void run_straight_and_resumed(const std::string& flags, const fs::path& dir, int stop_after) {
+  auto r = run_ptsim(flags + " --checkpoint-dir " + quote(dir / "straight") + " --metrics " + quote(dir / "a.jsonl"));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  const std::string split = flags + " --checkpoint-dir " + quote(dir / "split") + " --metrics " + quote(dir / "b.jsonl");
+  r = run_ptsim(split + " --stop-after " + std::to_string(stop_after));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  r = run_ptsim(split + " --resume");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+}
+
 }  // namespace
 
 TEST_CASE("train --precision bf16: 200 steps track the fp32 loss curve") {
@@ -90,13 +102,7 @@ TEST_CASE("train --precision fp16: checkpoints keep fp32 masters and the precisi
   const fs::path dir = fresh_dir("fp16-resume");
   const std::string flags = base_flags(s) +
                             " --steps 16 --micro-batch 4 --grad-accum 2 --lr 5e-2 --precision fp16 --loss-scale-window 2";
-  auto r = run_ptsim(flags + " --checkpoint-dir " + quote(dir / "straight") + " --metrics " + quote(dir / "a.jsonl"));
-  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
-  r = run_ptsim(flags + " --checkpoint-dir " + quote(dir / "split") + " --metrics " + quote(dir / "b.jsonl") +
-                " --stop-after 8");
-  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
-  r = run_ptsim(flags + " --checkpoint-dir " + quote(dir / "split") + " --metrics " + quote(dir / "b.jsonl") + " --resume");
-  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  run_straight_and_resumed(flags, dir, 8);
 
   const auto a = read_json_lines(dir / "a.jsonl");
   const auto b = read_json_lines(dir / "b.jsonl");
@@ -155,7 +161,7 @@ TEST_CASE("train --precision fp16: checkpoints keep fp32 masters and the precisi
   MESSAGE(not_fp16 << " of " << total << " saved weights are not fp16 values (fp32 masters)");
   CHECK(not_fp16 > total / 2);
   // Resuming at another precision is refused (the run identity includes it).
-  r = run_ptsim(base_flags(s) + " --steps 16 --micro-batch 4 --grad-accum 2 --lr 5e-2 --precision bf16 --checkpoint-dir " +
+  const auto r = run_ptsim(base_flags(s) + " --steps 16 --micro-batch 4 --grad-accum 2 --lr 5e-2 --precision bf16 --checkpoint-dir " +
                 quote(dir / "split") + " --resume");
   CHECK(r.exit_code == 2);
   CHECK_MESSAGE(r.output.find("precision") != std::string::npos, r.output);
@@ -168,13 +174,7 @@ TEST_CASE("train --precision bf16: N steps straight equal N/2 + --resume + N/2, 
   const TinySetup& s = setup();
   const fs::path dir = fresh_dir("bf16-resume");
   const std::string flags = base_flags(s) + " --steps 8 --micro-batch 4 --grad-accum 2 --lr 5e-2 --precision bf16";
-  auto r = run_ptsim(flags + " --checkpoint-dir " + quote(dir / "straight") + " --metrics " + quote(dir / "a.jsonl"));
-  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
-  r = run_ptsim(flags + " --checkpoint-dir " + quote(dir / "split") + " --metrics " + quote(dir / "b.jsonl") +
-                " --stop-after 4");
-  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
-  r = run_ptsim(flags + " --checkpoint-dir " + quote(dir / "split") + " --metrics " + quote(dir / "b.jsonl") + " --resume");
-  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  run_straight_and_resumed(flags, dir, 4);
   const auto a = read_metrics(dir / "a.jsonl");
   const auto b = read_metrics(dir / "b.jsonl");
   REQUIRE(a.size() == 8);
