@@ -36,6 +36,7 @@
 #include "runtime/exec/cuda/gather.hpp"
 #include "runtime/exec/cuda/gemm.hpp"
 #include "runtime/exec/cuda/gemm_types.hpp"
+#include "runtime/exec/cuda/native_16bit_switch.hpp"
 #include "runtime/exec/cuda/optimizer.hpp"
 #include "runtime/exec/cuda/rows.hpp"
 #include "runtime/exec/dropout_mask.hpp"
@@ -57,8 +58,10 @@ int64_t last_dim(const TaskGraph& g, int id) {
 
 class CudaBackend final : public cuda::CudaDevice {
  public:
-  CudaBackend(int device, bool gemm_epilogues)
-      : CudaDevice(device), lt_(gemm_epilogues ? std::make_unique<cuda::LtGemm>() : nullptr) {
+  CudaBackend(int device, bool gemm_epilogues, bool native_16bit)
+      : CudaDevice(device),
+        lt_(gemm_epilogues ? std::make_unique<cuda::LtGemm>() : nullptr),
+        native_16bit_(native_16bit) {
     cudaDeviceProp prop{};
     PTSIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     cc_major_ = prop.major;
@@ -107,6 +110,7 @@ class CudaBackend final : public cuda::CudaDevice {
     if (op.kind == OpKind::gemm || op.kind == OpKind::batched_gemm) return cuda::gemm_runs_natively(g, op);
     if (op.kind == OpKind::bias_grad)
       return pending_matches(op, in) && g.tensor(op.outputs.at(0)).dtype == models::DType::f32;
+    if (!native_16bit_) return false;  // PTSIM_CUDA_NATIVE_16BIT=0: every other op through the boundary
     return false;
   }
 
@@ -135,6 +139,7 @@ class CudaBackend final : public cuda::CudaDevice {
   cuda::MultiTensorOptimizer optimizer_;
   int cc_major_ = 0, cc_minor_ = 0;  // the GPU's compute capability (bf16 GEMMs need 8.0, fp16 7.0)
   std::string gpu_name_;
+  bool native_16bit_ = true;  // PTSIM_CUDA_NATIVE_16BIT (native_16bit_switch.hpp)
   std::unique_ptr<cuda::LtGemm> lt_;  // null: PTSIM_CUDA_GEMM_EPILOGUES=0
   // The bias gradient a GEMM's epilogue wrote into bias_grad_part_ for the bias_grad op `op` reading `dy`.
   struct PendingBiasGrad {
@@ -428,7 +433,8 @@ std::unique_ptr<Backend> make_cuda_backend(ComputeType compute) {
   int device = 0;
   PTSIM_CUDA_CHECK(cudaGetDevice(&device));
   const bool epilogues = cuda::gemm_epilogues_enabled(std::getenv(cuda::kGemmEpiloguesEnv));
-  return std::make_unique<CudaBackend>(device, epilogues);
+  const bool native_16bit = cuda::native_16bit_kernels_enabled(std::getenv(cuda::kNative16bitEnv));
+  return std::make_unique<CudaBackend>(device, epilogues, native_16bit);
 }
 
 int use_local_rank_device() {

@@ -3,7 +3,7 @@
 // column-major interpreter (lt_gemm_interpreter.hpp) of cuBLASLt's documented semantics (layouts as cublasLtMatrixLayoutCreate takes
 // them, transa/transb, the BIAS / BGRADA / BGRADB epilogues, cublasLt.h) and must give cpu::gemm_forward's C
 // (bias included) and cpu::bias_grad's dbias; which bias_grad layouts can ride on a GEMM; the environment
-// switch. Everything in double on the same inputs: only the summation order differs (k ≤ 9 terms), so the
+// switches (PTSIM_CUDA_GEMM_EPILOGUES, PTSIM_CUDA_NATIVE_16BIT). Everything in double on the same inputs: only the summation order differs (k ≤ 9 terms), so the
 // tolerance is 1e-13 relative (≈ 9·2^-53 ≈ 1e-15 times a margin of 100).
 #include <doctest/doctest.h>
 
@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "runtime/exec/cpu_backend.hpp"
 #include "runtime/exec/cuda/lt_gemm_plan.hpp"
+#include "runtime/exec/cuda/native_16bit_switch.hpp"
 #include "tests/runtime/exec/gradcheck.hpp"
 #include "tests/runtime/exec/lt_gemm_interpreter.hpp"
 
@@ -115,4 +116,14 @@ TEST_CASE("PTSIM_CUDA_GEMM_EPILOGUES: unset or 1 enables, 0 disables, anything e
   CHECK_FALSE(cuda::gemm_epilogues_enabled("0"));
   CHECK_THROWS_WITH_AS(cuda::gemm_epilogues_enabled("yes"), doctest::Contains("expected 0"), ptsim::core::InputError);
   CHECK_THROWS_AS(cuda::gemm_epilogues_enabled(""), ptsim::core::InputError);
+}
+
+// The other CUDA environment switch, parsed the same way (native_16bit_switch.hpp).
+TEST_CASE("PTSIM_CUDA_NATIVE_16BIT: unset or 1 enables, 0 forces the boundary, anything else is an InputError") {
+  CHECK(cuda::native_16bit_kernels_enabled(nullptr));
+  CHECK(cuda::native_16bit_kernels_enabled("1"));
+  CHECK_FALSE(cuda::native_16bit_kernels_enabled("0"));
+  CHECK_THROWS_WITH_AS(cuda::native_16bit_kernels_enabled("on"), doctest::Contains("expected 0"),
+                       ptsim::core::InputError);
+  CHECK_THROWS_AS(cuda::native_16bit_kernels_enabled(""), ptsim::core::InputError);
 }
