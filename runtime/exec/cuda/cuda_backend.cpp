@@ -11,8 +11,9 @@
 // 16-bit operands (the graph given is the storage graph: activations, weight copies and gradients of a
 // bf16/fp16 run): runs_16bit_natively says which ops take them directly — the GEMMs gemm_types.hpp allows
 // (gemm_forward_16bit, batched_gemm_forward_16bit: bf16/fp16 A and B, fp32 accumulation; bf16 refused below
-// sm_80, fp16 below sm_70) and a bias_grad whose sum a GEMM's epilogue already wrote; every other op with a
-// 16-bit operand runs its fp32 kernel on widened copies (the op boundary, cuda_16bit_boundary.hpp).
+// sm_80, fp16 below sm_70), a bias_grad whose sum a GEMM's epilogue already wrote, and the elementwise ops
+// native_16bit_elementwise.hpp names (unless PTSIM_CUDA_NATIVE_16BIT=0); every other op with a 16-bit
+// operand runs its fp32 kernel on widened copies (the op boundary, cuda_16bit_boundary.hpp).
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -36,6 +37,7 @@
 #include "runtime/exec/cuda/gather.hpp"
 #include "runtime/exec/cuda/gemm.hpp"
 #include "runtime/exec/cuda/gemm_types.hpp"
+#include "runtime/exec/cuda/native_16bit_elementwise.hpp"
 #include "runtime/exec/cuda/native_16bit_switch.hpp"
 #include "runtime/exec/cuda/optimizer.hpp"
 #include "runtime/exec/cuda/rows.hpp"
@@ -82,7 +84,8 @@ class CudaBackend final : public cuda::CudaDevice {
     // A bias gradient computed inside a GEMM is only used by the op right after that GEMM.
     if (op.kind != OpKind::bias_grad) pending_ = {};
     stored_inputs_.assign(in.begin(), in.end());  // launch() may get the boundary's scratch addresses instead
-    if (cuda::has_16bit_operand(g, op) && runs_16bit_natively(g, op, in)) {
+    const bool native = cuda::has_16bit_operand(g, op) && runs_16bit_natively(g, op, in);
+    if (native) {
       if (op.kind == OpKind::gemm || op.kind == OpKind::batched_gemm) {
         gemm_16bit(g, op, in, out);
         cuda::check_launch(models::to_string(op.kind));
@@ -94,23 +97,27 @@ class CudaBackend final : public cuda::CudaDevice {
         return;
       }
     } else if (boundary_.prepare(g, op, in, out, compute_stream())) {
-      launch(g, op, boundary_.inputs(), boundary_.outputs(), context);
+      launch(g, op, boundary_.inputs(), boundary_.outputs(), context, cuda::ElementStorage::f32);
       cuda::check_launch(models::to_string(op.kind));
       boundary_.finish(compute_stream());
       return;
     }
-    launch(g, op, in, out, context);
+    // Native here: an elementwise kernel on its 16-bit storage (native_16bit_elementwise.hpp), or the bias_grad.
+    launch(g, op, in, out, context,
+           native ? cuda::native_16bit_elementwise_storage(g, op).value_or(cuda::ElementStorage::f32)
+                  : cuda::ElementStorage::f32);
     cuda::check_launch(models::to_string(op.kind));
   }
 
   // The ops that take 16-bit operands directly (the rest go through the op-boundary conversion): the
-  // GEMMs gemm_types.hpp allows, and the bias_grad whose Σ dy the previous GEMM's epilogue wrote in fp32
-  // (it reads only that vector and an fp32 dbias).
+  // GEMMs gemm_types.hpp allows, the bias_grad whose Σ dy the previous GEMM's epilogue wrote in fp32
+  // (it reads only that vector and an fp32 dbias), and the elementwise ops of native_16bit_elementwise.hpp.
   bool runs_16bit_natively(const TaskGraph& g, const Op& op, std::span<void* const> in) const {
     if (op.kind == OpKind::gemm || op.kind == OpKind::batched_gemm) return cuda::gemm_runs_natively(g, op);
     if (op.kind == OpKind::bias_grad)
       return pending_matches(op, in) && g.tensor(op.outputs.at(0)).dtype == models::DType::f32;
     if (!native_16bit_) return false;  // PTSIM_CUDA_NATIVE_16BIT=0: every other op through the boundary
+    if (cuda::elementwise_runs_16bit_natively(g, op)) return true;  // one 16-bit type for all float operands
     return false;
   }
 
@@ -139,8 +146,8 @@ class CudaBackend final : public cuda::CudaDevice {
   cuda::MultiTensorOptimizer optimizer_;
   int cc_major_ = 0, cc_minor_ = 0;  // the GPU's compute capability (bf16 GEMMs need 8.0, fp16 7.0)
   std::string gpu_name_;
-  bool native_16bit_ = true;  // PTSIM_CUDA_NATIVE_16BIT (native_16bit_switch.hpp)
   std::unique_ptr<cuda::LtGemm> lt_;  // null: PTSIM_CUDA_GEMM_EPILOGUES=0
+  bool native_16bit_ = true;  // PTSIM_CUDA_NATIVE_16BIT (native_16bit_switch.hpp)
   // The bias gradient a GEMM's epilogue wrote into bias_grad_part_ for the bias_grad op `op` reading `dy`.
   struct PendingBiasGrad {
     int op = -1;
@@ -154,8 +161,9 @@ class CudaBackend final : public cuda::CudaDevice {
   float* bias_grad_part_ = nullptr;  // device, bias_grad_part_elements_ floats
   int64_t bias_grad_part_elements_ = 0;
 
+  // `st`: the storage of an elementwise op's float operands (16-bit when it runs natively), else f32.
   void launch(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
-              const OpContext& context) {
+              const OpContext& context, cuda::ElementStorage st) {
     auto x = [&](size_t i) { return static_cast<const float*>(in[i]); };
     auto ids = [&](size_t i) { return static_cast<const int32_t*>(in[i]); };
     auto y = [&](size_t i) { return static_cast<float*>(out[i]); };
@@ -164,8 +172,8 @@ class CudaBackend final : public cuda::CudaDevice {
     switch (op.kind) {
       case OpKind::embedding: {  // table (V,H), ids (M) → y (M,H)
         const auto& table = g.tensor(op.inputs[0]).shape;
-        cuda::launch_gather_rows(y(0), x(0), ids(1), elements(g, op.inputs[1]), table.at(0), table.at(1),
-                                 cuda::DeviceErrorKind::token_id, device_error(), s);
+        cuda::launch_gather_rows(out[0], in[0], ids(1), elements(g, op.inputs[1]), table.at(0), table.at(1),
+                                 cuda::DeviceErrorKind::token_id, device_error(), st, s);
         break;
       }
       case OpKind::embedding_backward: {  // dy (M,H), ids (M) → dtable (V,H) +=
@@ -187,8 +195,8 @@ class CudaBackend final : public cuda::CudaDevice {
       case OpKind::bias_grad: {  // dy (M,N) → dbias (N) +=
         const int64_t N = elements(g, op.outputs[0]), M = elements(g, op.inputs[0]) / N;
         if (pending_matches(op, stored_inputs_)) {  // the previous GEMM's epilogue summed dy (stored addresses)
-          const float* terms[] = {y(0), bias_grad_part_};
-          cuda::launch_add(y(0), terms, N, s);
+          const void* terms[] = {y(0), bias_grad_part_};
+          cuda::launch_add(y(0), terms, N, cuda::ElementStorage::f32, s);
           pending_ = {};
           break;
         }
@@ -196,9 +204,8 @@ class CudaBackend final : public cuda::CudaDevice {
         break;
       }
       case OpKind::add: {
-        std::vector<const float*> xs;
-        for (size_t i = 0; i < in.size(); ++i) xs.push_back(x(i));
-        cuda::launch_add(y(0), xs, elements(g, op.outputs[0]), s);
+        const std::vector<const void*> xs(in.begin(), in.end());
+        cuda::launch_add(out[0], xs, elements(g, op.outputs[0]), st, s);
         break;
       }
       case OpKind::layernorm: {  // x (M,N), gamma, beta → y, mean (M), rstd (M)
@@ -227,13 +234,13 @@ class CudaBackend final : public cuda::CudaDevice {
       }
       case OpKind::dropout: {  // x → y, mask (u8)
         const uint64_t key = dropout_key(context.seed, context.step, context.micro_step, a.rng_stream);
-        cuda::launch_dropout_forward(y(0), static_cast<uint8_t*>(out[1]), x(0), elements(g, op.inputs[0]),
-                                     a.dropout_p, key, s);
+        cuda::launch_dropout_forward(out[0], static_cast<uint8_t*>(out[1]), in[0], elements(g, op.inputs[0]),
+                                     a.dropout_p, key, st, s);
         break;
       }
       case OpKind::dropout_backward:  // dy, mask → dx
-        cuda::launch_dropout_backward(y(0), x(0), static_cast<const uint8_t*>(in[1]), elements(g, op.inputs[0]),
-                                      a.dropout_p, s);
+        cuda::launch_dropout_backward(out[0], in[0], static_cast<const uint8_t*>(in[1]), elements(g, op.inputs[0]),
+                                      a.dropout_p, st, s);
         break;
       case OpKind::softmax_dropout: {  // scores, (mask (B,S)) → dropped, probs, mask (u8)
         const int64_t cols = last_dim(g, op.inputs[0]);
@@ -253,36 +260,38 @@ class CudaBackend final : public cuda::CudaDevice {
       case OpKind::bias_dropout_residual: {  // y (M,N), bias (N), residual → out, (mask u8)
         const int64_t N = last_dim(g, op.inputs[0]);
         const uint64_t key = dropout_key(context.seed, context.step, context.micro_step, a.rng_stream);
-        cuda::launch_bias_dropout_residual_forward(y(0), out.size() > 1 ? static_cast<uint8_t*>(out[1]) : nullptr,
-                                                   x(0), x(1), x(2), elements(g, op.inputs[0]) / N, N, a.dropout_p,
-                                                   key, s);
+        cuda::launch_bias_dropout_residual_forward(out[0], out.size() > 1 ? static_cast<uint8_t*>(out[1]) : nullptr,
+                                                   in[0], in[1], in[2], elements(g, op.inputs[0]) / N, N, a.dropout_p,
+                                                   key, st, s);
         break;
       }
       case OpKind::bias_dropout_residual_backward: {  // dout, (mask) → dy, dbias +=
         const int64_t N = last_dim(g, op.inputs[0]), M = elements(g, op.inputs[0]) / N;
         cuda::launch_bias_dropout_residual_backward(
-            y(0), y(1), x(0), in.size() > 1 ? static_cast<const uint8_t*>(in[1]) : nullptr, M, N, a.dropout_p,
-            scratch(cuda::bias_dropout_residual_backward_scratch_bytes(M, N)), s);
+            out[0], out[1], in[0], in.size() > 1 ? static_cast<const uint8_t*>(in[1]) : nullptr, M, N, a.dropout_p,
+            scratch(cuda::bias_dropout_residual_backward_scratch_bytes(M, N)), st, s);
         break;
       }
-      case OpKind::gelu: cuda::launch_gelu_forward(y(0), x(0), elements(g, op.inputs[0]), a.gelu_tanh, s); break;
+      case OpKind::gelu: cuda::launch_gelu_forward(out[0], in[0], elements(g, op.inputs[0]), a.gelu_tanh, st, s); break;
       case OpKind::gelu_backward:
-        cuda::launch_gelu_backward(y(0), x(0), x(1), elements(g, op.inputs[0]), a.gelu_tanh, s);
+        cuda::launch_gelu_backward(out[0], in[0], in[1], elements(g, op.inputs[0]), a.gelu_tanh, st, s);
         break;
-      case OpKind::tanh: cuda::launch_tanh_forward(y(0), x(0), elements(g, op.inputs[0]), s); break;
-      case OpKind::tanh_backward: cuda::launch_tanh_backward(y(0), x(0), x(1), elements(g, op.inputs[0]), s); break;
+      case OpKind::tanh: cuda::launch_tanh_forward(out[0], in[0], elements(g, op.inputs[0]), st, s); break;
+      case OpKind::tanh_backward:
+        cuda::launch_tanh_backward(out[0], in[0], in[1], elements(g, op.inputs[0]), st, s);
+        break;
       case OpKind::split_heads:
         check_heads_shapes(g, op);
-        cuda::launch_split_heads(y(0), x(0), a.batch, a.seq, a.heads, a.head_dim, s);
+        cuda::launch_split_heads(out[0], in[0], a.batch, a.seq, a.heads, a.head_dim, st, s);
         break;
       case OpKind::merge_heads:
         check_heads_shapes(g, op);
-        cuda::launch_merge_heads(y(0), x(0), a.batch, a.seq, a.heads, a.head_dim, s);
+        cuda::launch_merge_heads(out[0], in[0], a.batch, a.seq, a.heads, a.head_dim, st, s);
         break;
       case OpKind::gather_rows: {  // x (M,N), index (P) → y (P,N)
         const int64_t N = last_dim(g, op.inputs[0]);
-        cuda::launch_gather_rows(y(0), x(0), ids(1), elements(g, op.inputs[1]), elements(g, op.inputs[0]) / N, N,
-                                 cuda::DeviceErrorKind::gather_index, device_error(), s);
+        cuda::launch_gather_rows(out[0], in[0], ids(1), elements(g, op.inputs[1]), elements(g, op.inputs[0]) / N, N,
+                                 cuda::DeviceErrorKind::gather_index, device_error(), st, s);
         break;
       }
       case OpKind::gather_rows_backward: {  // dy (P,N), index (P) → dx (M,N), zeros where not gathered

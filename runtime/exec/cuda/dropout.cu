@@ -1,42 +1,28 @@
 // runtime/exec/cuda/dropout.cu — dropout forward/backward with the shared counter-based mask
 // (dropout_mask.hpp: the same keep bits as the CPU backend for the same key) and the shared scale/apply
-// (math/activation_math.hpp).
-#include <algorithm>
-
+// (math/activation_math.hpp), each one step template (elementwise_steps.hpp) for fp32, bf16, fp16 storage.
 #include "runtime/exec/cuda/elementwise.hpp"
-#include "runtime/exec/cuda/kernel_common.cuh"
-#include "runtime/exec/dropout_mask.hpp"
-#include "runtime/exec/math/activation_math.hpp"
+#include "runtime/exec/cuda/elementwise_kernel.cuh"
 
 namespace ptsim::runtime::cuda {
-namespace {
 
-__global__ void dropout_forward_kernel(float* y, uint8_t* mask, const float* x, int64_t n, uint64_t key,
-                                       uint64_t threshold, float scale, bool drop_all) {
-  PTSIM_GRID_STRIDE(i, n) {
-    const bool keep = !drop_all && dropout_keep(key, static_cast<uint64_t>(i), threshold);
-    mask[i] = keep ? 1 : 0;
-    y[i] = math::dropout_apply(x[i], keep, scale);
-  }
+void launch_dropout_forward(void* y, uint8_t* mask, const void* x, int64_t n, double p, uint64_t key,
+                            ElementStorage storage, cudaStream_t stream) {
+  const DropoutConstants c = dropout_constants(p);
+  with_storage(storage, [&](auto tag) {
+    using S = decltype(tag);
+    launch_elementwise(DropoutForwardStep<S>{typed<S>(y), mask, typed<S>(x), key, c.threshold, c.scale, c.drop_all},
+                       n, stream);
+  });
 }
 
-__global__ void dropout_backward_kernel(float* dx, const float* dy, const uint8_t* mask, int64_t n, float scale) {
-  PTSIM_GRID_STRIDE(i, n) dx[i] = math::dropout_apply(dy[i], mask[i] != 0, scale);
-}
-
-}  // namespace
-
-void launch_dropout_forward(float* y, uint8_t* mask, const float* x, int64_t n, double p, uint64_t key,
-                            cudaStream_t stream) {
-  const bool drop_all = p >= 1.0;
-  const uint64_t threshold = drop_all ? 0 : dropout_threshold(std::max(p, 0.0));
-  dropout_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(y, mask, x, n, key, threshold,
-                                                                 math::dropout_scale<float>(p), drop_all);
-}
-
-void launch_dropout_backward(float* dx, const float* dy, const uint8_t* mask, int64_t n, double p,
-                             cudaStream_t stream) {
-  dropout_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dx, dy, mask, n, math::dropout_scale<float>(p));
+void launch_dropout_backward(void* dx, const void* dy, const uint8_t* mask, int64_t n, double p,
+                             ElementStorage storage, cudaStream_t stream) {
+  const float scale = dropout_constants(p).scale;
+  with_storage(storage, [&](auto tag) {
+    using S = decltype(tag);
+    launch_elementwise(DropoutBackwardStep<S>{typed<S>(dx), typed<S>(dy), mask, scale}, n, stream);
+  });
 }
 
 }  // namespace ptsim::runtime::cuda

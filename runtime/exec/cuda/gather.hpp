@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "runtime/exec/cuda/device_error.hpp"
+#include "runtime/exec/cuda/elementwise_steps.hpp"  // defines: ElementStorage
 
 namespace ptsim::runtime::cuda {
 
@@ -21,8 +22,8 @@ void launch_row_segments_add(float* dst, const float* src, const int32_t* index,
                              cudaStream_t stream);
 
 // y (P,N) = x (M,N)[index (P)]: embedding forward (x = the table (V,H), index = the token ids, bad_index
-// token_id) and gather_rows forward (bad_index gather_index).
-void launch_gather_rows(float* y, const float* x, const int32_t* index, int64_t P, int64_t M, int64_t N,
-                        DeviceErrorKind bad_index, DeviceError* error, cudaStream_t stream);
+// token_id) and gather_rows forward (bad_index gather_index). x and y of one ElementStorage.
+void launch_gather_rows(void* y, const void* x, const int32_t* index, int64_t P, int64_t M, int64_t N,
+                        DeviceErrorKind bad_index, DeviceError* error, ElementStorage storage, cudaStream_t stream);
 
 }  // namespace ptsim::runtime::cuda

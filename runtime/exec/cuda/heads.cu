@@ -1,28 +1,24 @@
 // runtime/exec/cuda/heads.cu — split_heads / merge_heads: one thread per element of the (B·nh, S, d)
-// side, its partner index in (B·S, nh·d) from math::heads_x_index (norm_math.hpp).
+// side, its partner index in (B·S, nh·d) from math::heads_x_index (norm_math.hpp); one step template each
+// (elementwise_steps.hpp) for fp32, bf16, fp16 storage.
 #include "runtime/exec/cuda/elementwise.hpp"
-#include "runtime/exec/cuda/kernel_common.cuh"
-#include "runtime/exec/math/norm_math.hpp"
+#include "runtime/exec/cuda/elementwise_kernel.cuh"
 
 namespace ptsim::runtime::cuda {
-namespace {
 
-__global__ void split_heads_kernel(float* y, const float* x, int64_t n, int64_t S, int64_t nh, int64_t d) {
-  PTSIM_GRID_STRIDE(i, n) y[i] = x[math::heads_x_index(i, S, nh, d)];
+void launch_split_heads(void* y, const void* x, int64_t B, int64_t S, int64_t nh, int64_t d, ElementStorage storage,
+                        cudaStream_t stream) {
+  with_storage(storage, [&](auto tag) {
+    using T = decltype(tag);
+    launch_elementwise(SplitHeadsStep<T>{typed<T>(y), typed<T>(x), S, nh, d}, B * S * nh * d, stream);
+  });
 }
-__global__ void merge_heads_kernel(float* y, const float* x, int64_t n, int64_t S, int64_t nh, int64_t d) {
-  PTSIM_GRID_STRIDE(i, n) y[math::heads_x_index(i, S, nh, d)] = x[i];
-}
-
-}  // namespace
-
-void launch_split_heads(float* y, const float* x, int64_t B, int64_t S, int64_t nh, int64_t d, cudaStream_t stream) {
-  const int64_t n = B * S * nh * d;
-  split_heads_kernel<<<blocks_for(n), kThreads, 0, stream>>>(y, x, n, S, nh, d);
-}
-void launch_merge_heads(float* y, const float* x, int64_t B, int64_t S, int64_t nh, int64_t d, cudaStream_t stream) {
-  const int64_t n = B * S * nh * d;
-  merge_heads_kernel<<<blocks_for(n), kThreads, 0, stream>>>(y, x, n, S, nh, d);
+void launch_merge_heads(void* y, const void* x, int64_t B, int64_t S, int64_t nh, int64_t d, ElementStorage storage,
+                        cudaStream_t stream) {
+  with_storage(storage, [&](auto tag) {
+    using T = decltype(tag);
+    launch_elementwise(MergeHeadsStep<T>{typed<T>(y), typed<T>(x), S, nh, d}, B * S * nh * d, stream);
+  });
 }
 
 }  // namespace ptsim::runtime::cuda

@@ -6,18 +6,30 @@
 // model_steps_check.hpp's rounding_bounds (both sides store 16-bit activations as 16 bits and round every op
 // output once; the GEMMs' summation orders differ, so a value near a 16-bit rounding boundary may land on
 // either side: √D·u, u = 2^-8 / 2^-11), with the activation arena the same bytes on both backends, exactly:
-// the simulator's memory plan of the graph as stored, about half the fp32-stored one. Built in every build
-// (the conversion cases only with CUDA), so that the gpu suite lists it and skips it cleanly.
+// the simulator's memory plan of the graph as stored, about half the fp32-stored one. And the elementwise
+// kernels that take 16-bit storage directly (runtime/exec/cuda/native_16bit_elementwise.hpp) against the
+// same CUDA backend with PTSIM_CUDA_NATIVE_16BIT=0 (every such op through the boundary): every output bit
+// equal, NaNs included (both run the same fp32 operations per element, and CUDA's NaN results are all
+// 0x7fffffff), over native16_elementwise_cases.hpp; and against the CPU bit for bit for the ops whose fp32
+// maths is the CPU's operation for operation (moves, add, dropout, the dropout backward's dy and dbias for
+// M ≤ 128; a NaN's sign free, as in that header), the others (libm calls, FMA contraction) reported.
+// Built in every build (the conversion cases only with CUDA), so that the gpu suite lists it and skips it
+// cleanly.
 #include <doctest/doctest.h>
 
 #include <bit>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "models/memory_plan.hpp"
 #include "runtime/exec/precision.hpp"
+#include "runtime/exec/cuda/native_16bit_switch.hpp"  // defines: kNative16bitEnv (plain C++)
 #include "tests/runtime/exec/half_bits_patterns.hpp"
+#include "tests/runtime/exec/native16_elementwise_cases.hpp"
 #include "tests/runtime/train/model_steps_check.hpp"
 
 #ifdef PTSIM_HAVE_CUDA  // the kernels' header needs the CUDA toolkit; without it main exits 77 before any test
@@ -130,5 +142,43 @@ TEST_CASE("16-bit storage on CUDA: a bf16 and an fp16 bert-tiny step equal the C
     CHECK(cuda_arena == cpu_arena);
     CHECK(static_cast<double>(cuda_arena) == planned);
     CHECK(static_cast<double>(cuda_arena) < 0.75 * fp32_stored);  // 16-bit activations: about half
+  }
+}
+
+namespace {
+
+// A CUDA backend made with PTSIM_CUDA_NATIVE_16BIT set to `value` (null: unset); the variable is restored.
+std::unique_ptr<runtime::Backend> cuda_backend_with_native_16bit(const char* value) {
+  const char* env = runtime::cuda::kNative16bitEnv;
+  const char* old = std::getenv(env);
+  const std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
+  if (value) setenv(env, value, 1);
+  else unsetenv(env);
+  std::unique_ptr<runtime::Backend> backend = runtime::make_backend(runtime::BackendKind::cuda, runtime::ComputeType::f32, 1);
+  if (saved) setenv(env, saved->c_str(), 1);
+  else unsetenv(env);
+  return backend;
+}
+
+}  // namespace
+
+TEST_CASE("16-bit storage on CUDA: the native elementwise kernels give the boundary path's bits (PTSIM_CUDA_NATIVE_16BIT=0), and the CPU's where the fp32 maths is the same") {
+  namespace n16 = test::native16;
+  const std::unique_ptr<runtime::Backend> native = cuda_backend_with_native_16bit(nullptr);
+  const std::unique_ptr<runtime::Backend> boundary = cuda_backend_with_native_16bit("0");
+  const std::unique_ptr<runtime::Backend> cpu = runtime::make_backend(runtime::BackendKind::cpu, runtime::ComputeType::f32, 1);
+  for (const DType t : {DType::bf16, DType::f16}) {
+    for (const n16::Case& c : n16::cases(t, true)) {
+      const n16::RawValues got = n16::run_raw(*native, c);
+      const n16::Difference d = n16::compare_outputs(c, got, n16::run_raw(*boundary, c));
+      CHECK_MESSAGE(d.differing == 0, c.label << ", native vs boundary on CUDA: " << d.differing << " of " << d.values
+                                              << " values differ (first " << d.first << ")");
+      const n16::Difference e = n16::compare_outputs(c, got, n16::run_raw(*cpu, c), true);
+      const std::string vs_cpu = c.label + ", native CUDA vs the CPU backend: " + std::to_string(e.differing) + " of " +
+                                 std::to_string(e.values) + " values differ, at most " + std::to_string(e.max_steps) +
+                                 " 16-bit steps, " + std::to_string(e.far) + " NaN against a number";
+      if (c.same_fp32_maths_as_cpu) CHECK_MESSAGE(e.differing == 0, vs_cpu << " (first " << e.first << ")");
+      else MESSAGE(vs_cpu);
+    }
   }
 }
