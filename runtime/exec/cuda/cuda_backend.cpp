@@ -11,8 +11,9 @@
 // 16-bit operands (the graph given is the storage graph: activations, weight copies and gradients of a
 // bf16/fp16 run): runs_16bit_natively says which ops take them directly — the GEMMs gemm_types.hpp allows
 // (gemm_forward_16bit, batched_gemm_forward_16bit: bf16/fp16 A and B, fp32 accumulation; bf16 refused below
-// sm_80, fp16 below sm_70), a bias_grad whose sum a GEMM's epilogue already wrote, and the elementwise ops
-// native_16bit_elementwise.hpp names (unless PTSIM_CUDA_NATIVE_16BIT=0); every other op with a 16-bit
+// sm_80, fp16 below sm_70), a bias_grad whose sum a GEMM's epilogue already wrote, the elementwise ops
+// native_16bit_elementwise.hpp names and the row ops whose storage-typed kernels take the operands as stored
+// (native_16bit_rows.hpp), unless PTSIM_CUDA_NATIVE_16BIT=0; every other op with a 16-bit
 // operand runs its fp32 kernel on widened copies (the op boundary, cuda_16bit_boundary.hpp).
 #include <fmt/format.h>
 
@@ -38,6 +39,7 @@
 #include "runtime/exec/cuda/gemm.hpp"
 #include "runtime/exec/cuda/gemm_types.hpp"
 #include "runtime/exec/cuda/native_16bit_elementwise.hpp"
+#include "runtime/exec/cuda/native_16bit_rows.hpp"
 #include "runtime/exec/cuda/native_16bit_switch.hpp"
 #include "runtime/exec/cuda/optimizer.hpp"
 #include "runtime/exec/cuda/rows.hpp"
@@ -78,7 +80,7 @@ class CudaBackend final : public cuda::CudaDevice {
   bool stores_16bit() const override { return true; }
 
   // An op with 16-bit operands runs its fp32 kernel on widened copies (boundary_), unless its kernel takes
-  // 16-bit operands itself (runs_16bit_natively: the 16-bit GEMMs gemm_types.hpp allows).
+  // 16-bit operands itself (runs_16bit_natively: the 16-bit GEMMs gemm_types.hpp allows, the row kernels).
   void run(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
            const OpContext& context) override {
     // A bias gradient computed inside a GEMM is only used by the op right after that GEMM.
@@ -93,6 +95,11 @@ class CudaBackend final : public cuda::CudaDevice {
       }
       if (op.kind == OpKind::fused_attention || op.kind == OpKind::fused_attention_backward) {
         fused_attention_16bit(g, op, in, out, context);  // the tensor-core kernels (attention_tc.hpp)
+        cuda::check_launch(models::to_string(op.kind));
+        return;
+      }
+      if (const std::optional<math::RowStorage> rows = cuda::native_row_storage(g, op)) {
+        launch(g, op, in, out, context, cuda::ElementStorage::f32, *rows);  // the row kernels on the stored operands (native_16bit_rows.hpp)
         cuda::check_launch(models::to_string(op.kind));
         return;
       }
@@ -111,13 +118,15 @@ class CudaBackend final : public cuda::CudaDevice {
 
   // The ops that take 16-bit operands directly (the rest go through the op-boundary conversion): the
   // GEMMs gemm_types.hpp allows, the bias_grad whose Σ dy the previous GEMM's epilogue wrote in fp32
-  // (it reads only that vector and an fp32 dbias), and the elementwise ops of native_16bit_elementwise.hpp.
+  // (it reads only that vector and an fp32 dbias), the elementwise ops of native_16bit_elementwise.hpp and
+  // the row ops of native_16bit_rows.hpp.
   bool runs_16bit_natively(const TaskGraph& g, const Op& op, std::span<void* const> in) const {
     if (op.kind == OpKind::gemm || op.kind == OpKind::batched_gemm) return cuda::gemm_runs_natively(g, op);
     if (op.kind == OpKind::bias_grad)
       return pending_matches(op, in) && g.tensor(op.outputs.at(0)).dtype == models::DType::f32;
     if (!native_16bit_) return false;  // PTSIM_CUDA_NATIVE_16BIT=0: every other op through the boundary
     if (cuda::elementwise_runs_16bit_natively(g, op)) return true;  // one 16-bit type for all float operands
+    if (cuda::rows_run_16bit_natively(g, op)) return true;  // the row kernels on their storage (native_16bit_rows.hpp)
     return false;
   }
 
@@ -162,8 +171,10 @@ class CudaBackend final : public cuda::CudaDevice {
   int64_t bias_grad_part_elements_ = 0;
 
   // `st`: the storage of an elementwise op's float operands (16-bit when it runs natively), else f32.
+  // `rows`: the storage of the row kernels' data operands (math/row_storage.hpp): fp32 on fp32 operands and
+  // on the boundary's scratch; the op's 16-bit dtype when run() gives it the storage itself.
   void launch(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
-              const OpContext& context, cuda::ElementStorage st) {
+              const OpContext& context, cuda::ElementStorage st, math::RowStorage rows = math::RowStorage::f32) {
     auto x = [&](size_t i) { return static_cast<const float*>(in[i]); };
     auto ids = [&](size_t i) { return static_cast<const int32_t*>(in[i]); };
     auto y = [&](size_t i) { return static_cast<float*>(out[i]); };
@@ -178,7 +189,7 @@ class CudaBackend final : public cuda::CudaDevice {
       }
       case OpKind::embedding_backward: {  // dy (M,H), ids (M) → dtable (V,H) +=
         const auto& table = g.tensor(op.outputs[0]).shape;
-        segments_add(y(0), x(0), ids(1), elements(g, op.inputs[1]), table.at(1), table.at(0),
+        segments_add(rows, out[0], in[0], ids(1), elements(g, op.inputs[1]), table.at(1), table.at(0),
                      cuda::DeviceErrorKind::token_id);
         break;
       }
@@ -210,26 +221,26 @@ class CudaBackend final : public cuda::CudaDevice {
       }
       case OpKind::layernorm: {  // x (M,N), gamma, beta → y, mean (M), rstd (M)
         const int64_t N = last_dim(g, op.inputs[0]);
-        cuda::launch_layernorm_forward(y(0), y(1), y(2), x(0), x(1), x(2), elements(g, op.inputs[0]) / N, N,
-                                       a.epsilon, s);
+        cuda::launch_layernorm_forward(rows, out[0], y(1), y(2), in[0], in[1], in[2], elements(g, op.inputs[0]) / N,
+                                       N, a.epsilon, s);
         break;
       }
       case OpKind::layernorm_backward: {  // dy, x, gamma, mean, rstd → dx, dgamma +=, dbeta +=
         const int64_t N = last_dim(g, op.inputs[1]), M = elements(g, op.inputs[1]) / N;
-        cuda::launch_layernorm_backward(y(0), y(1), y(2), x(0), x(1), x(2), x(3), x(4), M, N,
+        cuda::launch_layernorm_backward(rows, out[0], out[1], out[2], in[0], in[1], in[2], x(3), x(4), M, N,
                                         scratch(2 * cuda::column_sums_scratch_bytes(M, N)), s);
         break;
       }
       case OpKind::softmax: {  // scores (B·nh,S,S), (mask (B,S)) → probs
         const int64_t cols = last_dim(g, op.inputs[0]);
-        cuda::launch_softmax_forward(y(0), x(0), elements(g, op.inputs[0]) / cols, cols,
+        cuda::launch_softmax_forward(rows, out[0], in[0], elements(g, op.inputs[0]) / cols, cols,
                                      in.size() > 1 ? ids(1) : nullptr, a.heads > 0 ? a.heads : 1,
                                      a.seq > 0 ? a.seq : cols, a.causal, s);
         break;
       }
       case OpKind::softmax_backward: {  // dprobs, probs → dscores
         const int64_t cols = last_dim(g, op.inputs[1]);
-        cuda::launch_softmax_backward(y(0), x(0), x(1), elements(g, op.inputs[1]) / cols, cols, s);
+        cuda::launch_softmax_backward(rows, out[0], in[0], in[1], elements(g, op.inputs[1]) / cols, cols, s);
         break;
       }
       case OpKind::dropout: {  // x → y, mask (u8)
@@ -245,7 +256,7 @@ class CudaBackend final : public cuda::CudaDevice {
       case OpKind::softmax_dropout: {  // scores, (mask (B,S)) → dropped, probs, mask (u8)
         const int64_t cols = last_dim(g, op.inputs[0]);
         const uint64_t key = dropout_key(context.seed, context.step, context.micro_step, a.rng_stream);
-        cuda::launch_softmax_dropout_forward(y(0), y(1), static_cast<uint8_t*>(out[2]), x(0),
+        cuda::launch_softmax_dropout_forward(rows, out[0], out[1], static_cast<uint8_t*>(out[2]), in[0],
                                              elements(g, op.inputs[0]) / cols, cols, in.size() > 1 ? ids(1) : nullptr,
                                              a.heads > 0 ? a.heads : 1, a.seq > 0 ? a.seq : cols, a.causal,
                                              a.dropout_p, key, s);
@@ -253,7 +264,7 @@ class CudaBackend final : public cuda::CudaDevice {
       }
       case OpKind::softmax_dropout_backward: {  // ddropped, probs, mask → dscores
         const int64_t cols = last_dim(g, op.inputs[1]);
-        cuda::launch_softmax_dropout_backward(y(0), x(0), x(1), static_cast<const uint8_t*>(in[2]),
+        cuda::launch_softmax_dropout_backward(rows, out[0], in[0], in[1], static_cast<const uint8_t*>(in[2]),
                                               elements(g, op.inputs[1]) / cols, cols, a.dropout_p, s);
         break;
       }
@@ -298,18 +309,19 @@ class CudaBackend final : public cuda::CudaDevice {
         const int64_t N = last_dim(g, op.outputs[0]);
         const int64_t M = elements(g, op.outputs[0]) / N;
         PTSIM_CUDA_CHECK(cudaMemsetAsync(y(0), 0, static_cast<size_t>(M * N) * sizeof(float), s));
-        segments_add(y(0), x(0), ids(1), elements(g, op.inputs[1]), N, M, cuda::DeviceErrorKind::gather_index);
+        segments_add(math::RowStorage::f32, out[0], in[0], ids(1), elements(g, op.inputs[1]), N, M,
+                     cuda::DeviceErrorKind::gather_index);
         break;
       }
       case OpKind::cross_entropy: {  // logits (P,C), labels (P) → loss (1), lse (P)
         const int64_t C = last_dim(g, op.inputs[0]), P = elements(g, op.inputs[0]) / C;
-        cuda::launch_cross_entropy_forward(y(0), y(1), x(0), ids(1), P, C, a.valid_classes,
+        cuda::launch_cross_entropy_forward(rows, y(0), y(1), in[0], ids(1), P, C, a.valid_classes,
                                            scratch(cuda::cross_entropy_scratch_bytes(P)), device_error(), s);
         break;
       }
       case OpKind::cross_entropy_backward: {  // dloss (1), logits, labels, lse → dlogits
         const int64_t C = last_dim(g, op.inputs[1]), P = elements(g, op.inputs[1]) / C;
-        cuda::launch_cross_entropy_backward(y(0), x(0), x(1), ids(2), x(3), P, C, a.valid_classes, scratch(16),
+        cuda::launch_cross_entropy_backward(rows, out[0], x(0), in[1], ids(2), x(3), P, C, a.valid_classes, scratch(16),
                                             device_error(), s);
         break;
       }
@@ -423,11 +435,11 @@ class CudaBackend final : public cuda::CudaDevice {
                                              scratch(cuda::fused_attention_backward_scratch_bytes(a)), compute_stream());
   }
 
-  // dst[index[m]] += src[m] (rows of H), deterministically (row_segments.cu).
-  void segments_add(float* dst, const float* src, const int32_t* index, int64_t M, int64_t H, int64_t V,
-                    cuda::DeviceErrorKind bad) {
+  // dst[index[m]] += src[m] (rows of H in `storage`), deterministically (row_segments.cu).
+  void segments_add(math::RowStorage storage, void* dst, const void* src, const int32_t* index, int64_t M, int64_t H,
+                    int64_t V, cuda::DeviceErrorKind bad) {
     const size_t bytes = cuda::row_segments_scratch_bytes(M, V);
-    cuda::launch_row_segments_add(dst, src, index, M, H, V, bad, scratch(bytes), bytes, device_error(),
+    cuda::launch_row_segments_add(storage, dst, src, index, M, H, V, bad, scratch(bytes), bytes, device_error(),
                                   compute_stream());
   }
 };

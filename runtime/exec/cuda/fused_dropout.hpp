@@ -1,7 +1,7 @@
-// runtime/exec/cuda/fused_dropout.hpp — launchers of the fused dropout kernels: softmax_dropout
-// (softmax_dropout.cu) and bias_dropout_residual (bias_dropout_residual.cu), forward and backward, enqueued
-// on `stream`: f32 device pointers, except bias_dropout_residual's float operands, all of one ElementStorage
-// (elementwise_steps.hpp: fp32, or bf16/fp16 computed in fp32 and stored rounded once). The masks are dropout_mask.hpp's at the unfused dropout op's
+// runtime/exec/cuda/fused_dropout.hpp — launchers of the fused dropout kernel bias_dropout_residual
+// (bias_dropout_residual.cu), forward and backward (softmax_dropout's, storage-typed, are in rows.hpp),
+// enqueued on `stream`: bias_dropout_residual's float operands all of one ElementStorage (elementwise_steps.hpp:
+// fp32, or bf16/fp16 computed in fp32 and stored rounded once). The masks are dropout_mask.hpp's at the unfused dropout op's
 // element indices and the per-element maths is math/fused_dropout_math.hpp, as the CPU kernels
 // (runtime/exec/cpu_fused_dropout.hpp, the contracts these launchers share).
 #pragma once
@@ -14,14 +14,7 @@
 
 namespace ptsim::runtime::cuda {
 
-// Per row of scores (rows, cols): probs = softmax over the allowed keys (padding mask `keep` (B,S) or null,
-// heads, seq, causal: softmax.cu's rules); dropped = probs·keep/(1−p); mask = keep.
-void launch_softmax_dropout_forward(float* dropped, float* probs, uint8_t* mask, const float* scores, int64_t rows,
-                                    int64_t cols, const int32_t* keep, int64_t heads, int64_t seq, bool causal,
-                                    double p, uint64_t key, cudaStream_t stream);
-// dscores = probs·(dp − Σ dp·probs) per row, dp = ddropped·mask/(1−p).
-void launch_softmax_dropout_backward(float* dscores, const float* ddropped, const float* probs, const uint8_t* mask,
-                                     int64_t rows, int64_t cols, double p, cudaStream_t stream);
+// softmax_dropout's launchers (storage-typed, as the other row kernels): rows.hpp.
 
 // out (M,N) = residual + dropout(y + bias); mask null: no dropout.
 void launch_bias_dropout_residual_forward(void* out, uint8_t* mask, const void* y, const void* bias,
