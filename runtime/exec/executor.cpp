@@ -66,17 +66,34 @@ models::TaskGraph storage_graph(const models::TaskGraph& graph, bool stores_16bi
   return g;
 }
 
-double all_reduce_staging_bytes(const models::TaskGraph& stored, bool overlap_comm) {
-  double sum = 0, largest = 0;
+namespace {
+// The 16-bit gradient buckets of `stored` (all_reduce ops of 16-bit gradients): how many, and the fp32 bytes
+// of the largest, the alignment padding between its tensors included (each tensor rounded up to
+// kGradientAlignElements, as the flat gradient buffer places them).
+struct Staged16bitBuckets {
+  int count = 0;
+  size_t largest_bytes = 0;
+};
+Staged16bitBuckets staged_16bit_buckets(const models::TaskGraph& stored) {
+  Staged16bitBuckets b;
   for (const Op& op : stored.ops) {
     if (op.kind != OpKind::all_reduce || op.inputs.empty() || !is_16bit_float(stored.tensor(op.inputs.front()).dtype))
       continue;
-    double bytes = 0;  // the bucket's fp32 elements, the alignment padding between its tensors included
-    for (int id : op.inputs) bytes += static_cast<double>((stored.tensor(id).elements() + kGradientAlignElements - 1) / kGradientAlignElements * kGradientAlignElements) * sizeof(float);
-    sum += bytes;
-    largest = std::max(largest, bytes);
+    size_t elements = 0;
+    for (int id : op.inputs)
+      elements += static_cast<size_t>((stored.tensor(id).elements() + kGradientAlignElements - 1) /
+                                      kGradientAlignElements * kGradientAlignElements);
+    ++b.count;
+    b.largest_bytes = std::max(b.largest_bytes, elements * sizeof(float));
   }
-  return overlap_comm ? sum : largest;
+  return b;
+}
+}  // namespace
+
+double all_reduce_staging_bytes(const models::TaskGraph& stored, bool overlap_comm) {
+  const Staged16bitBuckets b = staged_16bit_buckets(stored);
+  const int slots = overlap_comm ? std::min(b.count, kAllReduceStagingSlots) : std::min(b.count, 1);
+  return static_cast<double>(slots) * static_cast<double>(b.largest_bytes);
 }
 
 namespace {
@@ -92,10 +109,20 @@ struct Executor::Impl {
   size_t scalar_bytes = 4;     // storage of one float-like element
   int64_t offset_scale = 1;    // arena offsets × this (2 for f64)
   DeviceBuffer arena, weights, gradients, inputs, masters, scalars, staging;
-  // 16-bit gradient buckets are all-reduced through fp32 staging (all_reduce_staging_bytes): one buffer per
-  // bucket started from backward (bucket_staging[op id]), one shared by the buckets reduced in the tail.
-  std::vector<DeviceBuffer> bucket_staging;
-  DeviceBuffer tail_staging;
+  // 16-bit gradient buckets are all-reduced through fp32 staging (all_reduce_staging_bytes): a pool of
+  // kAllReduceStagingSlots buffers, each the largest bucket's size, allocated at first use. A bucket holds
+  // its slot from its widening until it is narrowed; a bucket that needs a slot every one of which is held
+  // first finishes the oldest holder (waits for its all-reduce, narrows it): then finished_early[that op].
+  struct StagingSlot {
+    DeviceBuffer buffer;
+    int holder = -1;      // the all_reduce op whose bucket is staged here, -1 none
+    uint64_t since = 0;   // when it was taken (slot_clock), for oldest-first reuse
+  };
+  std::vector<StagingSlot> staging_slots;
+  size_t staging_slot_bytes = 0;  // staged_16bit_buckets(stored).largest_bytes
+  uint64_t slot_clock = 0;
+  std::vector<int> slot_of;           // per op id: the slot its bucket holds, -1
+  std::vector<char> finished_early;   // per op id: reduced and narrowed before the tail reached it
   bool gradients_16bit = false;  // the parameter gradients are stored as 16 bits (storage_graph)
   double grad_factor = 1.0;      // this tail's unscale, applied on read when gradients_16bit (1/loss scale)
   std::vector<DeviceSpan> storage;  // per tensor id; invalid when the executor holds none (optimizer state)
@@ -183,10 +210,10 @@ struct Executor::Impl {
       static_cast<void>(backend.release());
       return;
     }
-    for (DeviceBuffer b : {arena, weights, gradients, inputs, masters, scalars, staging, tail_staging})
+    for (DeviceBuffer b : {arena, weights, gradients, inputs, masters, scalars, staging})
       if (b.valid()) backend->free(b);
-    for (DeviceBuffer b : bucket_staging)
-      if (b.valid()) backend->free(b);
+    for (const StagingSlot& slot : staging_slots)
+      if (slot.buffer.valid()) backend->free(slot.buffer);
   }
 
   void validate() const {
@@ -290,7 +317,10 @@ struct Executor::Impl {
     }
     for (const models::Parameter& p : graph.params)
       if (is_16bit_float(stored.tensor(p.gradient).dtype)) gradients_16bit = true;
-    bucket_staging.assign(graph.ops.size(), DeviceBuffer{});
+    staging_slots.assign(kAllReduceStagingSlots, StagingSlot{});
+    staging_slot_bytes = staged_16bit_buckets(stored).largest_bytes;
+    slot_of.assign(graph.ops.size(), -1);
+    finished_early.assign(graph.ops.size(), 0);
     allocate_scalars();
     op_inputs.resize(graph.ops.size());
     op_outputs.resize(graph.ops.size());
@@ -504,10 +534,11 @@ struct Executor::Impl {
   }
 
   // Starts bucket `op`'s sum on the communication stream, after the compute stream's work so far.
-  // A 16-bit bucket is widened into its own fp32 staging first (every bucket in flight needs its own).
+  // A 16-bit bucket is widened into a staging slot first (take_staging_slot: which may finish an older bucket).
   void start_bucket(const Op& op, Communicator& comm) {
     const DeviceSpan whole = *contiguous(op.inputs);
-    const DeviceSpan reduced = bucket_is_16bit(op) ? widen_bucket(op, {{op.inputs.front(), whole}}, true) : whole;
+    const DeviceSpan reduced =
+        bucket_is_16bit(op) ? widen_bucket({{op.inputs.front(), whole}}, take_staging_slot(op, comm)) : whole;
     backend->record(bucket_ready, compute_stream);
     backend->wait(comm_stream, bucket_ready);
     in_flight[static_cast<size_t>(op.id)] = comm.start_all_reduce_sum(*backend, reduced, options.compute, comm_stream);
@@ -570,18 +601,11 @@ struct Executor::Impl {
   // the bucket's gradients are back to back in the flat gradient buffer (the usual case: buckets are runs of
   // parameters), else packed into a staging buffer and unpacked again. Then averaged over ranks.
   void all_reduce(const Op& op, Communicator& comm) {
-    if (CommRequest& started = in_flight[static_cast<size_t>(op.id)]; started.valid()) {  // started in backward
-      if (&comm != in_flight_comm)
-        throw std::logic_error("run_step_tail: the bucket all-reduces were started on another communicator");
-      comm.wait(started);
-      started = CommRequest{};
-      --in_flight_count;
-      backend->record(bucket_reduced, comm_stream);
-      backend->wait(compute_stream, bucket_reduced);
-      if (bucket_is_16bit(op)) narrow_bucket(op, {{op.inputs.front(), *contiguous(op.inputs)}}, true, comm);
-      else average(op, comm);
+    if (finished_early[static_cast<size_t>(op.id)]) {  // its staging slot was reused: waited and narrowed then
+      finished_early[static_cast<size_t>(op.id)] = 0;
       return;
     }
+    if (in_flight[static_cast<size_t>(op.id)].valid()) return finish_started_bucket(op, comm);  // started in backward
     std::optional<DeviceSpan> whole = contiguous(op.inputs);
     if (bucket_is_16bit(op)) return all_reduce_16bit(op, comm, whole);
     size_t total = 0;
@@ -633,24 +657,70 @@ struct Executor::Impl {
     if (whole) pieces.emplace_back(op.inputs.front(), *whole);
     else
       for (int id : op.inputs) pieces.emplace_back(id, span_of(id));
-    const DeviceSpan staged = widen_bucket(op, pieces, false);
+    const size_t slot = take_staging_slot(op, comm);
+    const DeviceSpan staged = widen_bucket(pieces, slot);
     sum_on_comm_stream(comm, staged);
-    narrow_bucket(op, pieces, false, comm);
+    narrow_bucket(pieces, slot, comm);
+    release_staging_slot(op);
   }
-  // The bucket's fp32 staging: its own buffer (`own`: started from backward) or the tail's shared one,
-  // allocated once at the largest size asked (all_reduce_staging_bytes counts them).
-  DeviceSpan bucket_staging_span(const Op& op, const Pieces& pieces, bool own) {
+  // A bucket started from backward: wait for its sum, then (on the compute stream, after the sum) average it
+  // in place (fp32) or narrow it from its staging slot (16-bit).
+  void finish_started_bucket(const Op& op, Communicator& comm) {
+    if (&comm != in_flight_comm)
+      throw std::logic_error("run_step_tail: the bucket all-reduces were started on another communicator");
+    CommRequest& started = in_flight[static_cast<size_t>(op.id)];
+    comm.wait(started);
+    started = CommRequest{};
+    --in_flight_count;
+    backend->record(bucket_reduced, comm_stream);
+    backend->wait(compute_stream, bucket_reduced);
+    if (!bucket_is_16bit(op)) return average(op, comm);
+    const size_t slot = static_cast<size_t>(slot_of[static_cast<size_t>(op.id)]);
+    narrow_bucket({{op.inputs.front(), *contiguous(op.inputs)}}, slot, comm);
+    release_staging_slot(op);
+  }
+  // A staging slot for bucket `op`: a free one (one already allocated first), else the oldest held one, whose
+  // bucket is finished first (finish_started_bucket: the same wait and narrowing the tail would do, earlier;
+  // its gradients are final, so the same bits). Bounds the staging at kAllReduceStagingSlots buffers.
+  size_t take_staging_slot(const Op& op, Communicator& comm) {
+    size_t pick = staging_slots.size();
+    for (size_t i = 0; i < staging_slots.size(); ++i) {
+      const StagingSlot& slot = staging_slots[i];
+      if (slot.holder >= 0) continue;
+      if (pick == staging_slots.size() || (slot.buffer.valid() && !staging_slots[pick].buffer.valid())) pick = i;
+    }
+    if (pick == staging_slots.size()) {  // every slot held: finish the oldest holder
+      pick = 0;
+      for (size_t i = 1; i < staging_slots.size(); ++i)
+        if (staging_slots[i].since < staging_slots[pick].since) pick = i;
+      const int holder = staging_slots[pick].holder;
+      finish_started_bucket(graph.ops[static_cast<size_t>(holder)], comm);
+      finished_early[static_cast<size_t>(holder)] = 1;
+    }
+    StagingSlot& slot = staging_slots[pick];
+    if (!slot.buffer.valid()) slot.buffer = backend->allocate(staging_slot_bytes);
+    slot.holder = op.id;
+    slot.since = ++slot_clock;
+    slot_of[static_cast<size_t>(op.id)] = static_cast<int>(pick);
+    return pick;
+  }
+  void release_staging_slot(const Op& op) {
+    int& slot = slot_of[static_cast<size_t>(op.id)];
+    staging_slots[static_cast<size_t>(slot)].holder = -1;
+    slot = -1;
+  }
+  // The bucket's fp32 staging in slot `slot` (all_reduce_staging_bytes counts the slots).
+  DeviceSpan bucket_staging_span(const Pieces& pieces, size_t slot) {
     size_t bytes = 0;
     for (const auto& piece : pieces) bytes += piece.second.bytes * 2;
-    DeviceBuffer& buffer = own ? bucket_staging[static_cast<size_t>(op.id)] : tail_staging;
-    if (buffer.bytes < bytes) {
-      if (buffer.valid()) backend->free(buffer);
-      buffer = backend->allocate(bytes);
-    }
+    const DeviceBuffer& buffer = staging_slots[slot].buffer;
+    if (buffer.bytes < bytes)
+      throw std::logic_error(fmt::format("a 16-bit bucket needs {} bytes of fp32 staging, more than the largest "
+                                         "bucket's {} (staged_16bit_buckets)", bytes, buffer.bytes));
     return DeviceSpan::of(buffer).sub(0, bytes);
   }
-  DeviceSpan widen_bucket(const Op& op, const Pieces& pieces, bool own) {
-    const DeviceSpan staged = bucket_staging_span(op, pieces, own);
+  DeviceSpan widen_bucket(const Pieces& pieces, size_t slot) {
+    const DeviceSpan staged = bucket_staging_span(pieces, slot);
     size_t at = 0;
     for (const auto& [id, span] : pieces) {
       backend->convert(staged.sub(at, span.bytes * 2), DType::f32, span, stored.tensor(id).dtype);
@@ -658,8 +728,8 @@ struct Executor::Impl {
     }
     return staged;
   }
-  void narrow_bucket(const Op& op, const Pieces& pieces, bool own, const Communicator& comm) {
-    const DeviceSpan staged = bucket_staging_span(op, pieces, own);
+  void narrow_bucket(const Pieces& pieces, size_t slot, const Communicator& comm) {
+    const DeviceSpan staged = bucket_staging_span(pieces, slot);
     backend->scale(staged, 1.0 / comm.size());
     size_t at = 0;
     for (const auto& [id, span] : pieces) {
@@ -954,5 +1024,10 @@ std::vector<ParamSlot> Executor::param_slots() {
 
 double Executor::last_grad_norm() const { return impl_->last_norm; }
 bool Executor::last_step_skipped() const { return impl_->last_skipped; }
+size_t Executor::all_reduce_staging_held() const {
+  size_t bytes = 0;
+  for (const auto& slot : impl_->staging_slots) bytes += slot.buffer.valid() ? slot.buffer.bytes : 0;
+  return bytes;
+}
 
 }  // namespace ptsim::runtime

@@ -61,11 +61,17 @@ struct MicroStepAbandoned : std::runtime_error {
 // activations, workspace, weight copies and parameter gradients stay 16-bit (2 bytes per element; the CPU
 // backend). Otherwise every f16/bf16 tensor becomes f32 (the rounding emulation).
 models::TaskGraph storage_graph(const models::TaskGraph& graph, bool stores_16bit);
+// The fp32 staging buffers for 16-bit gradient buckets under overlap_comm: at most this many buckets are
+// widened and in flight at once; starting one more first finishes the oldest (waits for its all-reduce and
+// narrows it). Two: one bucket's sum on the communication stream while the next is widened (double
+// buffering, as DDP's and Megatron's bucketed all-reduces keep a couple of buckets in flight).
+// docs/executor.md, "Mixed precision".
+inline constexpr int kAllReduceStagingSlots = 2;
 // The fp32 staging the executor allocates to all-reduce 16-bit gradient buckets (`stored`: a storage_graph;
-// 0 when its gradients are fp32): with overlap_comm every bucket started from backward is in flight with its
-// own staging, so the sum over buckets (4 bytes per gradient element: what an fp32 gradient buffer held);
-// without, the buckets run one at a time in the step tail through one buffer, the largest bucket's. On top
-// of models::plan_memory(stored) (the trainer's memory check counts it).
+// 0 when its gradients are fp32): each staging buffer holds the largest bucket (its tensors' fp32 elements,
+// alignment padding included); with overlap_comm min(kAllReduceStagingSlots, buckets) of them, without one
+// (the buckets run one at a time in the step tail). On top of models::plan_memory(stored) (the trainer's
+// memory check counts it).
 double all_reduce_staging_bytes(const models::TaskGraph& stored, bool overlap_comm);
 
 class Executor {
@@ -155,6 +161,9 @@ class Executor {
   // because the norm was not finite (weights and optimizer state unchanged).
   double last_grad_norm() const;
   bool last_step_skipped() const;
+  // The fp32 staging for 16-bit gradient all-reduces allocated so far (bytes; all_reduce_staging_bytes is
+  // its bound, reached once every slot has been used).
+  size_t all_reduce_staging_held() const;
 
  private:
   struct Impl;

@@ -1,47 +1,60 @@
 // runtime/exec/cuda/column_sums.cuh — deterministic column sums over a row-major (M, N) matrix without
 // float atomics (bias_grad.cu, layernorm.cu): pass 1 sums fixed runs of kRowsPerChunk rows per column into
 // partial[chunk][n]; pass 2 adds dst[n] + partial[0][n] + partial[1][n] + … in chunk order. The term per
-// element is a functor (dy itself for bias_grad, dy·x̂ for LayerNorm's dgamma). nvcc only.
+// element is a functor (dy itself for bias_grad, dy·x̂ for LayerNorm's dgamma). The per-column steps are
+// math/column_sum_math.hpp's (PTSIM_HD, run by the cpu suite too); pass 2 also comes typed for a 16-bit dst
+// (widened, summed in fp32, rounded once). nvcc only.
 #pragma once
 #include <cstdint>
 
 #include "runtime/exec/cuda/kernel_common.cuh"
+#include "runtime/exec/math/column_sum_math.hpp"
 
 namespace ptsim::runtime::cuda {
 
-inline constexpr int64_t kRowsPerChunk = 128;
-
-inline int64_t column_sum_chunks(int64_t M) { return (M + kRowsPerChunk - 1) / kRowsPerChunk; }
+using math::column_sum_chunks;
+using math::kRowsPerChunk;
 
 template <class Term>
 __global__ void column_partial_kernel(float* partial, Term term, int64_t M, int64_t N) {
   const int64_t n = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (n >= N) return;
-  const int64_t begin = static_cast<int64_t>(blockIdx.y) * kRowsPerChunk;
-  const int64_t end = begin + kRowsPerChunk < M ? begin + kRowsPerChunk : M;
-  float s = 0.0f;
-  for (int64_t m = begin; m < end; ++m) s += term(m, n);
-  partial[blockIdx.y * N + n] = s;
+  partial[blockIdx.y * N + n] = math::column_chunk_sum(term, blockIdx.y, M, n);
 }
 
+// Templates (on the stored element) so that each .cu including this header gets its own instantiation.
 template <class T>
-__global__ void column_finish_kernel(T* dst, const T* partial, int64_t chunks, int64_t N) {
-  PTSIM_GRID_STRIDE(n, N) {
-    T s = dst[n];
-    for (int64_t c = 0; c < chunks; ++c) s += partial[c * N + n];
-    dst[n] = s;
-  }
+__global__ void column_finish_kernel(T* dst, const float* partial, int64_t chunks, int64_t N) {
+  PTSIM_GRID_STRIDE(n, N) { dst[n] = math::column_finish(dst[n], partial, chunks, N, n); }
+}
+
+// dst holds 16-bit (bf16 / binary16) bits: widened, the partials added in fp32, rounded once.
+template <class Bits>
+__global__ void column_finish_16bit_kernel(Bits* dst, bool bf16, const float* partial, int64_t chunks, int64_t N) {
+  PTSIM_GRID_STRIDE(n, N) { dst[n] = math::column_finish_16bit(dst[n], bf16, partial, chunks, N, n); }
+}
+
+template <class Term>
+void column_partials(float* partial, Term term, int64_t M, int64_t N, cudaStream_t stream) {
+  const int64_t chunks = column_sum_chunks(M);
+  if (chunks == 0 || N == 0) return;
+  const dim3 grid(static_cast<unsigned>((N + kThreads - 1) / kThreads), static_cast<unsigned>(chunks));
+  column_partial_kernel<<<grid, kThreads, 0, stream>>>(partial, term, M, N);
 }
 
 // dst (N) += Σ_m term(m, n); partial holds column_sum_chunks(M)·N floats.
 template <class Term>
 void column_sums_add(float* dst, float* partial, Term term, int64_t M, int64_t N, cudaStream_t stream) {
-  const int64_t chunks = column_sum_chunks(M);
-  if (chunks > 0 && N > 0) {
-    const dim3 grid(static_cast<unsigned>((N + kThreads - 1) / kThreads), static_cast<unsigned>(chunks));
-    column_partial_kernel<<<grid, kThreads, 0, stream>>>(partial, term, M, N);
-  }
-  column_finish_kernel<float><<<blocks_for(N), kThreads, 0, stream>>>(dst, partial, chunks, N);
+  column_partials(partial, term, M, N, stream);
+  column_finish_kernel<float><<<blocks_for(N), kThreads, 0, stream>>>(dst, partial, column_sum_chunks(M), N);
+}
+
+// The same on a 16-bit dst (bf16 when `bf16`, else binary16 bits).
+template <class Term>
+void column_sums_add_16bit(uint16_t* dst, bool bf16, float* partial, Term term, int64_t M, int64_t N,
+                           cudaStream_t stream) {
+  column_partials(partial, term, M, N, stream);
+  column_finish_16bit_kernel<uint16_t><<<blocks_for(N), kThreads, 0, stream>>>(dst, bf16, partial, column_sum_chunks(M), N);
 }
 
 }  // namespace ptsim::runtime::cuda

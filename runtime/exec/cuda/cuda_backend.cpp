@@ -11,7 +11,8 @@
 // 16-bit operands (the graph given is the storage graph: activations, weight copies and gradients of a
 // bf16/fp16 run): runs_16bit_natively says which ops take them directly — the GEMMs gemm_types.hpp allows
 // (gemm_forward_16bit, batched_gemm_forward_16bit: bf16/fp16 A and B, fp32 accumulation; bf16 refused below
-// sm_80, fp16 below sm_70), a bias_grad whose sum a GEMM's epilogue already wrote, the elementwise ops
+// sm_80, fp16 below sm_70), a bias_grad whose sum a GEMM's epilogue already wrote, a bias_grad on 16-bit dy
+// and dbias (bias_grad_16bit.hpp, bias_grad.cu: the boundary's bits), the elementwise ops
 // native_16bit_elementwise.hpp names and the row ops whose storage-typed kernels take the operands as stored
 // (native_16bit_rows.hpp), unless PTSIM_CUDA_NATIVE_16BIT=0; every other op with a 16-bit
 // operand runs its fp32 kernel on widened copies (the op boundary, cuda_16bit_boundary.hpp).
@@ -29,6 +30,7 @@
 #include "runtime/exec/cuda/attention.hpp"
 #include "runtime/exec/cuda/attention_args.hpp"  // defines: fused_attention_args
 #include "runtime/exec/cuda/attention_tc_dispatch.hpp"
+#include "runtime/exec/cuda/bias_grad_16bit.hpp"
 #include "runtime/exec/cuda/cuda_16bit_boundary.hpp"  // defines: OpBoundary, runs_16bit_natively
 #include "runtime/exec/cuda/cuda_backend.hpp"
 #include "runtime/exec/cuda/cuda_check.hpp"
@@ -64,8 +66,8 @@ class CudaBackend final : public cuda::CudaDevice {
  public:
   CudaBackend(int device, bool gemm_epilogues, bool native_16bit)
       : CudaDevice(device),
-        lt_(gemm_epilogues ? std::make_unique<cuda::LtGemm>() : nullptr),
-        native_16bit_(native_16bit) {
+        native_16bit_(native_16bit),
+        lt_(gemm_epilogues ? std::make_unique<cuda::LtGemm>() : nullptr) {
     cudaDeviceProp prop{};
     PTSIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     cc_major_ = prop.major;
@@ -90,6 +92,11 @@ class CudaBackend final : public cuda::CudaDevice {
     if (native) {
       if (op.kind == OpKind::gemm || op.kind == OpKind::batched_gemm) {
         gemm_16bit(g, op, in, out);
+        cuda::check_launch(models::to_string(op.kind));
+        return;
+      }
+      if (op.kind == OpKind::bias_grad && cuda::bias_grad_runs_natively(g, op)) {
+        bias_grad_16bit(g, op, in, out);
         cuda::check_launch(models::to_string(op.kind));
         return;
       }
@@ -118,13 +125,15 @@ class CudaBackend final : public cuda::CudaDevice {
 
   // The ops that take 16-bit operands directly (the rest go through the op-boundary conversion): the
   // GEMMs gemm_types.hpp allows, the bias_grad whose Σ dy the previous GEMM's epilogue wrote in fp32
-  // (it reads only that vector and an fp32 dbias), the elementwise ops of native_16bit_elementwise.hpp and
-  // the row ops of native_16bit_rows.hpp.
+  // (it reads only that vector and an fp32 dbias), a bias_grad on 16-bit dy and dbias of one type
+  // (bias_grad_16bit.hpp: the boundary's bits without its widened copies), the elementwise ops of
+  // native_16bit_elementwise.hpp and the row ops of native_16bit_rows.hpp.
   bool runs_16bit_natively(const TaskGraph& g, const Op& op, std::span<void* const> in) const {
     if (op.kind == OpKind::gemm || op.kind == OpKind::batched_gemm) return cuda::gemm_runs_natively(g, op);
-    if (op.kind == OpKind::bias_grad)
-      return pending_matches(op, in) && g.tensor(op.outputs.at(0)).dtype == models::DType::f32;
+    const bool f32_dbias = op.kind == OpKind::bias_grad && g.tensor(op.outputs.at(0)).dtype == models::DType::f32;
+    if (f32_dbias && pending_matches(op, in)) return true;
     if (!native_16bit_) return false;  // PTSIM_CUDA_NATIVE_16BIT=0: every other op through the boundary
+    if (cuda::bias_grad_runs_natively(g, op)) return true;  // 16-bit dy and dbias (bias_grad_16bit.hpp)
     if (cuda::elementwise_runs_16bit_natively(g, op)) return true;  // one 16-bit type for all float operands
     if (cuda::rows_run_16bit_natively(g, op)) return true;  // the row kernels on their storage (native_16bit_rows.hpp)
     return false;
@@ -337,6 +346,15 @@ class CudaBackend final : public cuda::CudaDevice {
 
   bool pending_matches(const Op& bias_grad, std::span<void* const> in) const {
     return pending_.op == bias_grad.id && pending_.dy == in[0];
+  }
+
+  // dbias (N) += column sums of dy (M, N), both stored as one 16-bit type (bias_grad_16bit.hpp). No GEMM
+  // epilogue wrote them: that pairing needs an fp32 dbias (docs/cuda-backend.md, "16-bit GEMMs").
+  void bias_grad_16bit(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out) {
+    const int64_t N = elements(g, op.outputs[0]), M = N > 0 ? elements(g, op.inputs[0]) / N : 0;
+    cuda::launch_bias_grad_16bit(static_cast<uint16_t*>(out[0]), static_cast<const uint16_t*>(in[0]), M, N,
+                                 g.tensor(op.outputs[0]).dtype == models::DType::bf16,
+                                 scratch(cuda::column_sums_scratch_bytes(M, N)), compute_stream());
   }
 
   // A gemm / batched_gemm on 16-bit operands (gemm_types.hpp: runs_16bit_natively said yes).

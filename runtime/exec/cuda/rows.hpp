@@ -20,6 +20,11 @@ size_t column_sums_scratch_bytes(int64_t M, int64_t N);
 
 // dbias (N) += column sums of dy (M,N).
 void launch_bias_grad(float* dbias, const float* dy, int64_t M, int64_t N, void* scratch, cudaStream_t stream);
+// The same on 16-bit storage (bf16 when `bf16`, else binary16 bits; dy and dbias of that one type): each dy
+// element widened, Σ in fp32 in column_sums' order added to the widened dbias, rounded once — the bits of the
+// op boundary around launch_bias_grad. scratch: column_sums_scratch_bytes(M, N).
+void launch_bias_grad_16bit(uint16_t* dbias, const uint16_t* dy, int64_t M, int64_t N, bool bf16, void* scratch,
+                            cudaStream_t stream);
 
 // Per row of x (M,N): fp32 mean and rstd = 1/sqrt(biased var + eps); y = x̂·gamma + beta.
 void launch_layernorm_forward(math::RowStorage storage, void* y, float* mean, float* rstd, const void* x,

@@ -6,6 +6,7 @@
 // and gradient buffers are half the fp32 bytes; the Backend defaults (host copies) give the same bits.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -310,12 +311,18 @@ class ThreeQuartersTwin final : public ptsim::test::DeferredCommunicator {
   void sum_started(std::span<float> data) override { all_reduce_sum(data); }
 };
 
-// Two LAMB steps of two micro-steps, data parallel over the twin (several buckets), overlapped or in the tail.
-RunBits train_data_parallel(Precision p, double scale, bool overlap, Storage storage) {
+// The graph of train_data_parallel: tiny BERT, 2 ranks, 4 KiB buckets (many more than the staging slots).
+TaskGraph data_parallel_graph(Precision p, double scale) {
   Recipe r = run_recipe({p, scale, OptimizerKind::lamb, 2, 2});
   r.data_parallel = 2;
   r.bucket_bytes = 4096;
-  const TaskGraph graph = build_task_graph(tiny_bert(), r);
+  return build_task_graph(tiny_bert(), r);
+}
+
+// Two LAMB steps of two micro-steps, data parallel over the twin (several buckets), overlapped or in the tail.
+// staging_held: the executor's fp32 all-reduce staging at the end (Executor::all_reduce_staging_held).
+RunBits train_data_parallel(Precision p, double scale, bool overlap, Storage storage, size_t* staging_held = nullptr) {
+  const TaskGraph graph = data_parallel_graph(p, scale);
   ExecutorOptions o = ptsim::test::reproducible_executor_options();
   o.overlap_comm = overlap;
   Executor ex = storage == Storage::cpu ? Executor(graph, o)
@@ -340,6 +347,7 @@ RunBits train_data_parallel(Precision p, double scale, bool overlap, Storage sto
   const ptsim::test::ParameterHashes h = ptsim::test::parameter_hashes(ex);
   bits.masters = h.masters;
   bits.weights = h.weights;
+  if (staging_held) *staging_held = ex.all_reduce_staging_held();
   return bits;
 }
 
@@ -356,4 +364,48 @@ TEST_CASE("16-bit gradient buckets all-reduced through fp32 staging give the fp3
       CHECK(stored == emulated);
     }
   }
+}
+
+TEST_CASE("16-bit buckets overlapped through a bounded staging pool: more buckets than slots, the tail's bits, the bound's bytes") {
+  for (Precision p : {Precision::bf16, Precision::fp16}) {
+    const double scale = p == Precision::fp16 ? 65536.0 : 1.0;
+    const TaskGraph stored = storage_graph(data_parallel_graph(p, scale), true);
+    int buckets = 0;
+    size_t largest = 0;  // the largest bucket's fp32 bytes, each tensor padded to 16 elements in the flat buffer
+    for (const Op& op : stored.ops) {
+      if (op.kind != OpKind::all_reduce) continue;
+      ++buckets;
+      size_t elements = 0;
+      for (int id : op.inputs) elements += static_cast<size_t>((stored.tensor(id).elements() + 15) / 16 * 16);
+      largest = std::max(largest, elements * 4);
+    }
+    REQUIRE(buckets > kAllReduceStagingSlots);  // slots are reused within the step (each reuse finishes a bucket)
+    size_t held_overlapped = 0, held_tail = 0;
+    const RunBits overlapped = train_data_parallel(p, scale, true, Storage::cpu, &held_overlapped);
+    const RunBits tail = train_data_parallel(p, scale, false, Storage::cpu, &held_tail);
+    INFO(to_string(p) << ": " << buckets << " buckets; overlapped " << describe(overlapped) << "; tail " << describe(tail));
+    CHECK(overlapped == tail);
+    // The bound is slots × the largest bucket (overlapped) or one largest bucket (tail), and the executor
+    // allocates exactly that: not the 4 bytes per gradient element that one buffer per bucket took.
+    CHECK(all_reduce_staging_bytes(stored, true) == static_cast<double>(kAllReduceStagingSlots * largest));
+    CHECK(all_reduce_staging_bytes(stored, false) == static_cast<double>(largest));
+    CHECK(static_cast<double>(held_overlapped) == all_reduce_staging_bytes(stored, true));
+    CHECK(static_cast<double>(held_tail) == all_reduce_staging_bytes(stored, false));
+  }
+}
+
+TEST_CASE("all_reduce_staging_bytes: none for fp32 gradients or storage; one bucket takes one buffer either way") {
+  Recipe r = run_recipe({Precision::bf16, 1.0, OptimizerKind::lamb, 2, 2});
+  r.data_parallel = 2;
+  r.bucket_bytes = 1e12;  // one bucket holds every gradient
+  const TaskGraph built = build_task_graph(tiny_bert(), r);
+  const TaskGraph stored = storage_graph(built, true);
+  REQUIRE(std::count_if(stored.ops.begin(), stored.ops.end(), [](const Op& op) { return op.kind == OpKind::all_reduce; }) == 1);
+  size_t padded = 0;  // every gradient's fp32 bytes, padded as in the flat gradient buffer
+  for (const auto& param : stored.params) padded += static_cast<size_t>((stored.tensor(param.gradient).elements() + 15) / 16 * 16) * 4;
+  CHECK(all_reduce_staging_bytes(stored, true) == static_cast<double>(padded));  // min(slots, 1 bucket) = 1
+  CHECK(all_reduce_staging_bytes(stored, false) == static_cast<double>(padded));
+  CHECK(all_reduce_staging_bytes(storage_graph(built, false), true) == 0.0);  // fp32 storage: no staging
+  r.precision = Precision::fp32;
+  CHECK(all_reduce_staging_bytes(build_task_graph(tiny_bert(), r), true) == 0.0);
 }

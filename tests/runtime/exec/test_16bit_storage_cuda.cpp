@@ -13,6 +13,7 @@
 // 0x7fffffff), over native16_elementwise_cases.hpp; and against the CPU bit for bit for the ops whose fp32
 // maths is the CPU's operation for operation (moves, add, dropout, the dropout backward's dy and dbias for
 // M ≤ 128; a NaN's sign free, as in that header), the others (libm calls, FMA contraction) reported.
+// And the native 16-bit bias gradient kernel against the boundary path around the fp32 one, bit for bit.
 // Built in every build (the conversion cases only with CUDA), so that the gpu suite lists it and skips it
 // cleanly.
 #include <doctest/doctest.h>
@@ -36,6 +37,7 @@
 #include <cuda_runtime_api.h>
 
 #include "runtime/exec/cuda/convert_16bit.hpp"
+#include "runtime/exec/cuda/rows.hpp"  // defines: launch_bias_grad, launch_bias_grad_16bit
 #endif
 
 using namespace ptsim;
@@ -106,6 +108,43 @@ TEST_CASE("CUDA 16-bit conversions: narrowing the fp32 sweep is the CPU's narrow
     size_t wrong = 0;
     for (size_t i = 0; i < x.size(); ++i) wrong += got[i] != want[i];
     CHECK_MESSAGE(wrong == 0, std::string(models::to_string(t)) << ": " << wrong << " of " << x.size() << " fp32 patterns narrow differently");
+  }
+}
+
+// The native 16-bit bias gradient (launch_bias_grad_16bit) against the boundary it replaces on the same GPU
+// (widen dy and dbias, the fp32 launch_bias_grad, narrow): the same bits by construction
+// (math/column_sum_math.hpp; the cpu suite checks the steps on host, test_column_sum_math.cpp), so no
+// tolerance. M = 389 spans four 128-row chunks, N = 67 is odd; dbias starts non-zero.
+TEST_CASE("CUDA bias_grad on 16-bit storage: the native kernel gives the boundary path's bits") {
+  const int64_t M = 389, N = 67;
+  for (const DType t : {DType::bf16, DType::f16}) {
+    const bool bf16 = t == DType::bf16;
+    std::vector<float> dy_f(static_cast<size_t>(M * N)), db_f(static_cast<size_t>(N));
+    for (size_t i = 0; i < dy_f.size(); ++i) dy_f[i] = static_cast<float>((i * 37) % 101) / 25.0f - 2.0f;
+    for (size_t i = 0; i < db_f.size(); ++i) db_f[i] = static_cast<float>(i) * 1.5f - 40.0f;
+    std::vector<uint16_t> dy16(dy_f.size()), db16(db_f.size());
+    runtime::narrow_16bit(dy16.data(), dy_f.data(), dy16.size(), t);
+    runtime::narrow_16bit(db16.data(), db_f.data(), db16.size(), t);
+    DeviceArray<uint16_t> dy(dy16.size()), native(db16.size()), boundary(db16.size());
+    DeviceArray<float> dy32(dy16.size()), db32(db16.size());
+    DeviceArray<uint8_t> scratch(runtime::cuda::column_sums_scratch_bytes(M, N));
+    dy.upload(dy16);
+    native.upload(db16);
+    boundary.upload(db16);
+    runtime::cuda::launch_bias_grad_16bit(native.data, dy.data, M, N, bf16, scratch.data, nullptr);
+    runtime::cuda::launch_widen_16bit(dy32.data, dy.data, dy16.size(), bf16, nullptr);
+    runtime::cuda::launch_widen_16bit(db32.data, boundary.data, db16.size(), bf16, nullptr);
+    runtime::cuda::launch_bias_grad(db32.data, dy32.data, M, N, scratch.data, nullptr);
+    runtime::cuda::launch_narrow_16bit(boundary.data, db32.data, db16.size(), bf16, nullptr);
+    require_cuda(cudaDeviceSynchronize(), "bias_grad");
+    const std::vector<uint16_t> got = native.download(), want = boundary.download();
+    size_t wrong = 0, changed = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      wrong += got[i] != want[i];
+      changed += want[i] != db16[i];
+    }
+    CHECK_MESSAGE(wrong == 0, std::string(models::to_string(t)) << ": " << wrong << " of " << N << " columns differ");
+    CHECK(changed > 0);  // the sums moved dbias
   }
 }
 
