@@ -17,7 +17,8 @@
 
 #include "models/task_graph.hpp"
 #include "runtime/exec/device_types.hpp"
-#include "runtime/optim/optimizer_math.hpp"  // defines: Hyperparameters, StepInputs
+#include "runtime/optim/optimizer_math.hpp"  // defines: Hyperparameters
+#include "runtime/optim/step_scalars.hpp"    // defines: StepScalars
 
 namespace ptsim::runtime {
 
@@ -30,10 +31,10 @@ struct OpContext {
 
 // One parameter tensor of an optimizer step: n fp32 elements in the weight and state spans (bytes = 4·n);
 // the gradient's n elements are stored as `grad_dtype` (f32: 4·n bytes; f16/bf16: 2·n bytes, 16-bit storage).
-// The gradient the update uses is fp32(widen(grad[i]) · fp32(StepInputs::grad_factor)): the unscale is
+// The gradient the update uses is fp32(widen(grad[i]) · fp32(StepScalars::grad_factor)): the unscale is
 // applied on read, so a 16-bit gradient buffer never holds an unscaled value (one that fp16 could not hold).
 // The dtype is here because it belongs to the storage (the same every step, like the spans); the factor is a
-// StepInputs field because it changes from step to step (dynamic loss scaling), like lr.
+// StepScalars field because it changes from step to step (dynamic loss scaling), like lr.
 struct OptimizerTensor {
   DeviceSpan weight;    // the (master) weights, updated in place
   DeviceSpan grad;      // the gradient (averaged over ranks; scaled by the loss scale unless grad_factor = 1), read only
@@ -67,6 +68,11 @@ class Backend {
   // waits for the compute stream's queued work first).
   virtual void copy_to_device(const DeviceSpan& dst, const void* src) = 0;
   virtual void copy_to_host(void* dst, const DeviceSpan& src) = 0;
+  // src (span.bytes bytes of host memory, a few dozen: e.g. the optimizer's StepScalars) → span, queued on the
+  // compute stream after the work queued so far, without waiting for it; src may be reused as soon as this
+  // returns. This default is copy_to_device (it waits); the CUDA backend queues a pageable cudaMemcpyAsync,
+  // which stages src before it returns.
+  virtual void copy_to_device_async(const DeviceSpan& dst, const void* src) { copy_to_device(dst, src); }
   // dst ← src on the compute stream (same byte count; the spans do not overlap).
   virtual void copy(const DeviceSpan& dst, const DeviceSpan& src) = 0;
   virtual void fill_zero(const DeviceSpan& span) = 0;
@@ -115,19 +121,21 @@ class Backend {
   virtual void convert(const DeviceSpan& dst, models::DType dst_dtype, const DeviceSpan& src, models::DType src_dtype);
 
   // ---- optimizer (multi-tensor passes over fp32 buffers; contract: docs/executor.md, "The device seam") ----
-  // One update step of `hyper.rule` on `tensors`, with this step's learning rate, 1-based step t and clip
-  // divisor taken from `in` (nothing from earlier calls). Cut every tensor into chunks of
+  // One update step of `hyper.rule` on `tensors`, with this step's scalars read from `scalars` (one
+  // optim_math::StepScalars in this backend's memory, written by the caller on the compute stream before
+  // the call: learning rate, 1-based step t and its bias corrections, clip divisor, gradient factor, skip
+  // flag; nothing from earlier calls). When its skip flag is set the step changes nothing. Cut every tensor into chunks of
   // cpu::kChunkElements elements from its first element; per-tensor norms are Σ over its chunks, in chunk
   // order, of per-chunk double sums; trust ratios and step sizes per tensor in double, rounded to fp32;
   // the element maths is optim_math's. Passes: AdamW, SGD one; LAMB two (moments + Σu², Σw²; apply);
   // LANS three (Σg², Σw²; moments + Σ(r+λw)², Σ(c+λw)²; apply). On the compute stream.
-  // This default is the CPU reference (cpu_optimizer.hpp) run on host copies (copy_to_host, step,
-  // copy_to_device): correct, bit for bit, on any backend, and slow; a device backend overrides it with
-  // one kernel per pass (the CPU backend runs the reference in place).
-  virtual void optimizer_step(const optim_math::Hyperparameters& hyper, const optim_math::StepInputs& in,
+  // This default is the CPU reference (cpu_optimizer.hpp) run on host copies (copy_to_host of the scalars
+  // and the tensors, step, copy_to_device): correct, bit for bit, on any backend, and slow; a device backend
+  // overrides it with one kernel per pass (the CPU backend runs the reference in place).
+  virtual void optimizer_step(const optim_math::Hyperparameters& hyper, const DeviceSpan& scalars,
                               std::span<const OptimizerTensor> tensors);
   // Whether this backend's optimizer_step override reads 16-bit gradients (OptimizerTensor::grad_dtype) and
-  // applies StepInputs::grad_factor. When false, the Optimizer runs a step that needs either through
+  // applies StepScalars::grad_factor. When false, the Optimizer runs a step that needs either through
   // Backend::optimizer_step, the default above (host copies), so an override written for fp32 gradients
   // (the CUDA backend's kernels) is never given what it cannot read. The default itself handles both.
   virtual bool optimizer_reads_16bit_gradients() const { return false; }

@@ -43,8 +43,9 @@ class CpuDevice : public Backend {
   // In place on the buffers, chunked over threads() threads (cpu_16bit_vectors.hpp).
   double scaled_sum_of_squares(const DeviceSpan& span, models::DType dtype, double factor) override;
   void convert(const DeviceSpan& dst, models::DType dst_dtype, const DeviceSpan& src, models::DType src_dtype) override;
-  // The CPU reference (cpu_optimizer.hpp) in place on these buffers, on threads() threads.
-  void optimizer_step(const optim_math::Hyperparameters& hyper, const optim_math::StepInputs& in,
+  // The CPU reference (cpu_optimizer.hpp) in place on these buffers, on threads() threads, with the
+  // StepScalars read from their buffer (host memory: work runs when it is queued).
+  void optimizer_step(const optim_math::Hyperparameters& hyper, const DeviceSpan& scalars,
                       std::span<const OptimizerTensor> tensors) override;
   bool optimizer_reads_16bit_gradients() const override { return true; }
 

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -23,7 +24,16 @@ namespace {
 
 using optim_math::AdamStep;
 using optim_math::Hyperparameters;
-using optim_math::StepInputs;
+using optim_math::StepScalars;
+
+// The rule's coefficients of step s.t for tensors with and without weight decay (adam_step's bits).
+struct AdamCoefficients {
+  AdamStep decay, no_decay;
+  AdamCoefficients(const Hyperparameters& h, const StepScalars& s)
+      : decay(optim_math::with_bias_corrections(optim_math::adam_step(h, 1, true), s)),
+        no_decay(optim_math::with_bias_corrections(optim_math::adam_step(h, 1, false), s)) {}
+  const AdamStep& of(const HostOptimizerTensor& t) const { return t.decay ? decay : no_decay; }
+};
 
 // The plan's inputs: each tensor's size and decay flag.
 std::vector<OptimizerPlanTensor> plan_inputs(std::span<const HostOptimizerTensor> tensors) {
@@ -120,24 +130,24 @@ size_t index_of(std::span<const HostOptimizerTensor> tensors, const HostOptimize
 }
 
 // The element update through cpu_vector_kernels.hpp's ISA variants (same bits as adamw_element one by one).
-void adamw(const Hyperparameters& h, const StepInputs& in, std::span<const HostOptimizerTensor> tensors,
+void adamw(const Hyperparameters& h, const StepScalars& s, std::span<const HostOptimizerTensor> tensors,
            const Passes& passes) {
   const OptimizerPlan& plan = passes.plan();
-  const AdamStep decay = optim_math::adam_step(h, in.t, true), no_decay = optim_math::adam_step(h, in.t, false);
-  const float lr = static_cast<float>(in.lr), clip = static_cast<float>(in.clip_divisor);
+  const AdamCoefficients c(h, s);
+  const float lr = s.lr_f32, clip = s.clip;
   const CpuIsa isa = detected_cpu_isa();
   for_each_chunk(plan.chunks.size(), passes.threads(), [&](size_t k) {
     const OptimizerChunk& ch = plan.chunks[k];
     const HostOptimizerTensor& t = tensors[static_cast<size_t>(ch.tensor)];
     const auto b = static_cast<size_t>(ch.begin);
     adamw_range(isa, t.weight + b, passes.grads(t, ch), t.state[0] + b, t.state[1] + b, static_cast<size_t>(ch.end - ch.begin),
-                t.decay ? decay : no_decay, lr, clip);
+                c.of(t), lr, clip);
   });
 }
 
-void sgd(const Hyperparameters& h, const StepInputs& in, const Passes& passes) {
+void sgd(const Hyperparameters& h, const StepScalars& s, const Passes& passes) {
   const float mu = static_cast<float>(h.momentum), lambda = static_cast<float>(h.weight_decay);
-  const float lr = static_cast<float>(in.lr), clip = static_cast<float>(in.clip_divisor);
+  const float lr = s.lr_f32, clip = s.clip;
   passes.apply([&](const HostOptimizerTensor& t, size_t e, float g) {
     optim_math::sgd_element(t.weight[e], g, t.state[0][e], mu, t.decay ? lambda : 0.0f, lr, clip);
   });
@@ -146,36 +156,36 @@ void sgd(const Hyperparameters& h, const StepInputs& in, const Passes& passes) {
 // NVLAMB: pass 1 (apex stage 1) moments and Σu², Σw² with the weights unchanged; per tensor
 // step = η·ratio (ratio on every tensor, or with use_nvlamb = false only where λ ≠ 0: apex
 // `if (use_nvlamb || decay != 0)`); pass 2 (apex stage 2) w ← w − step·u.
-void lamb(const Hyperparameters& h, const StepInputs& in, std::span<const HostOptimizerTensor> tensors,
+void lamb(const Hyperparameters& h, const StepScalars& s, std::span<const HostOptimizerTensor> tensors,
           const Passes& passes) {
-  const AdamStep decay = optim_math::adam_step(h, in.t, true), no_decay = optim_math::adam_step(h, in.t, false);
-  const float clip = static_cast<float>(in.clip_divisor);
+  const AdamCoefficients c(h, s);
+  const float clip = s.clip;
   const CpuIsa isa = detected_cpu_isa();
   const auto sq = passes.chunk_sums<2>([&](const HostOptimizerTensor& t, const OptimizerChunk& ch) {
     const auto b = static_cast<size_t>(ch.begin);
     return lamb_moments_chunk(isa, t.weight + b, passes.grads(t, ch), t.state[0] + b, t.state[1] + b,
-                              static_cast<size_t>(ch.end - ch.begin), t.decay ? decay : no_decay, clip);
+                              static_cast<size_t>(ch.end - ch.begin), c.of(t), clip);
   });
   std::vector<float> step(passes.size());
   for (size_t i = 0; i < step.size(); ++i) {
-    const bool apply_ratio = h.use_nvlamb || (tensors[i].decay ? decay : no_decay).lambda != 0.0f;
+    const bool apply_ratio = h.use_nvlamb || c.of(tensors[i]).lambda != 0.0f;
     step[i] = static_cast<float>(
-        in.lr * (apply_ratio ? optim_math::trust_ratio(std::sqrt(sq[i][1]), std::sqrt(sq[i][0])) : 1.0));
+        s.lr * (apply_ratio ? optim_math::trust_ratio(std::sqrt(sq[i][1]), std::sqrt(sq[i][0])) : 1.0));
   }
   for_each_chunk(passes.plan().chunks.size(), passes.threads(), [&](size_t k) {
     const OptimizerChunk& ch = passes.plan().chunks[k];
     const HostOptimizerTensor& t = tensors[static_cast<size_t>(ch.tensor)];
     const auto b = static_cast<size_t>(ch.begin);
     lamb_apply_range(isa, t.weight + b, t.state[0] + b, t.state[1] + b, static_cast<size_t>(ch.end - ch.begin),
-                     t.decay ? decay : no_decay, step[static_cast<size_t>(ch.tensor)]);
+                     c.of(t), step[static_cast<size_t>(ch.tensor)]);
   });
 }
 
 // LANS: pass 0 Σg², Σw² (‖g‖ = 0 gives ĝ = 0: the moments just decay); pass 1 moments on ĝ and
 // Σ(r+λw)², Σ(c+λw)² with the weights unchanged; pass 2 w ← w − η·β1·ratio_r·(r+λw) − η·(1−β1)·ratio_c·(c+λw).
-void lans(const Hyperparameters& h, const StepInputs& in, std::span<const HostOptimizerTensor> tensors,
+void lans(const Hyperparameters& h, const StepScalars& s, std::span<const HostOptimizerTensor> tensors,
           const Passes& passes) {
-  const AdamStep decay = optim_math::adam_step(h, in.t, true), no_decay = optim_math::adam_step(h, in.t, false);
+  const AdamCoefficients c(h, s);
   const auto gw = passes.sums<2>(
       [](const HostOptimizerTensor& t, size_t e, float g) { return std::array<float, 2>{g, t.weight[e]}; });
   std::vector<float> inv_g_norm(passes.size());
@@ -184,42 +194,47 @@ void lans(const Hyperparameters& h, const StepInputs& in, std::span<const HostOp
   const auto rc = passes.sums<2>([&](const HostOptimizerTensor& t, size_t e, float g) {
     std::array<float, 2> u{};
     optim_math::lans_moments_and_directions(t.weight[e], g, inv_g_norm[index_of(tensors, t)], t.state[0][e],
-                                            t.state[1][e], t.decay ? decay : no_decay, u[0], u[1]);
+                                            t.state[1][e], c.of(t), u[0], u[1]);
     return u;
   });
   std::vector<float> step_r(passes.size()), step_c(passes.size());
   for (size_t i = 0; i < step_r.size(); ++i) {
     const double w_norm = std::sqrt(gw[i][1]);
-    step_r[i] = static_cast<float>(in.lr * h.beta1 * optim_math::trust_ratio(w_norm, std::sqrt(rc[i][0])));
-    step_c[i] = static_cast<float>(in.lr * (1.0 - h.beta1) * optim_math::trust_ratio(w_norm, std::sqrt(rc[i][1])));
+    step_r[i] = static_cast<float>(s.lr * h.beta1 * optim_math::trust_ratio(w_norm, std::sqrt(rc[i][0])));
+    step_c[i] = static_cast<float>(s.lr * (1.0 - h.beta1) * optim_math::trust_ratio(w_norm, std::sqrt(rc[i][1])));
   }
   passes.apply([&](const HostOptimizerTensor& t, size_t e, float g) {
     const size_t i = index_of(tensors, t);
     optim_math::lans_apply(t.weight[e], g, inv_g_norm[i], t.state[0][e], t.state[1][e],
-                           t.decay ? decay : no_decay, step_r[i], step_c[i]);
+                           c.of(t), step_r[i], step_c[i]);
   });
 }
 
 }  // namespace
 
-void optimizer_step(const Hyperparameters& hyper, const StepInputs& in, std::span<const HostOptimizerTensor> tensors,
+void optimizer_step(const Hyperparameters& hyper, const StepScalars& s, std::span<const HostOptimizerTensor> tensors,
                     int threads) {
-  const Passes passes(tensors, threads, static_cast<float>(in.grad_factor));
+  if (s.skip != 0) return;  // the step was skipped (non-finite gradients): weights and moments stay
+  const Passes passes(tensors, threads, s.grad_factor);
   switch (hyper.rule) {
-    case optim_math::Rule::adamw: return adamw(hyper, in, tensors, passes);
-    case optim_math::Rule::lamb: return lamb(hyper, in, tensors, passes);
-    case optim_math::Rule::lans: return lans(hyper, in, tensors, passes);
-    case optim_math::Rule::sgd: return sgd(hyper, in, passes);
+    case optim_math::Rule::adamw: return adamw(hyper, s, tensors, passes);
+    case optim_math::Rule::lamb: return lamb(hyper, s, tensors, passes);
+    case optim_math::Rule::lans: return lans(hyper, s, tensors, passes);
+    case optim_math::Rule::sgd: return sgd(hyper, s, passes);
   }
   throw std::invalid_argument("optimizer_step: unknown rule");
 }
 
 }  // namespace cpu
 
-// The reference on host copies: every array of every tensor comes over, the step runs on the calling
-// thread's cores, and the weights and state go back (the gradients are only read).
-void Backend::optimizer_step(const optim_math::Hyperparameters& hyper, const optim_math::StepInputs& in,
+// The reference on host copies: the scalars and every array of every tensor come over, the step runs on the
+// calling thread's cores, and the weights and state go back (the gradients are only read).
+void Backend::optimizer_step(const optim_math::Hyperparameters& hyper, const DeviceSpan& scalars,
                              std::span<const OptimizerTensor> tensors) {
+  optim_math::StepScalars s;
+  check_step_scalars(scalars);
+  copy_to_host(&s, scalars);
+  if (s.skip != 0) return;  // nothing would change: no copies
   const int states = optimizer_state_arrays(hyper.rule);
   std::vector<std::vector<float>> host;  // per tensor: weight, state 0, state 1
   std::vector<std::vector<char>> grads;  // per tensor: the gradient's bytes
@@ -245,16 +260,19 @@ void Backend::optimizer_step(const optim_math::Hyperparameters& hyper, const opt
     for (int k = 0; k < states; ++k) h.state[k] = fetch(t.state[k]);
     list.push_back(h);
   }
-  cpu::optimizer_step(hyper, in, list, 1);
+  cpu::optimizer_step(hyper, s, list, 1);
   for (size_t i = 0; i < tensors.size(); ++i) {
     copy_to_device(tensors[i].weight, list[i].weight);
     for (int k = 0; k < states; ++k) copy_to_device(tensors[i].state[k], list[i].state[k]);
   }
 }
 
-void cpu::CpuDevice::optimizer_step(const optim_math::Hyperparameters& hyper, const optim_math::StepInputs& in,
+void cpu::CpuDevice::optimizer_step(const optim_math::Hyperparameters& hyper, const DeviceSpan& scalars,
                                     std::span<const OptimizerTensor> tensors) {
   if (compute() != ComputeType::f32) throw std::logic_error("cpu backend: the optimizer needs f32 storage");
+  check_step_scalars(scalars);
+  optim_math::StepScalars s;  // a copy: the buffer is host memory, written when copy_to_device_async ran
+  std::memcpy(&s, kernel_address(scalars), sizeof(s));
   const int states = optimizer_state_arrays(hyper.rule);
   std::vector<cpu::HostOptimizerTensor> list;
   list.reserve(tensors.size());
@@ -269,7 +287,7 @@ void cpu::CpuDevice::optimizer_step(const optim_math::Hyperparameters& hyper, co
     for (int k = 0; k < states; ++k) h.state[k] = static_cast<float*>(kernel_address(t.state[k]));
     list.push_back(h);
   }
-  cpu::optimizer_step(hyper, in, list, threads());
+  cpu::optimizer_step(hyper, s, list, threads());
 }
 
 }  // namespace ptsim::runtime

@@ -11,12 +11,13 @@
 #include <span>
 
 #include "models/task_graph.hpp"  // defines: DType
-#include "runtime/optim/optimizer_math.hpp"  // defines: Hyperparameters, StepInputs
+#include "runtime/optim/optimizer_math.hpp"  // defines: Hyperparameters
+#include "runtime/optim/step_scalars.hpp"    // defines: StepScalars
 
 namespace ptsim::runtime::cpu {
 
 // One tensor of the step: n elements at each pointer (state[1] unused, may be null, for SGD); the gradient's
-// as grad_dtype (f32, f16, bf16), read as fp32(widen(g)·fp32(StepInputs::grad_factor)) chunk by chunk.
+// as grad_dtype (f32, f16, bf16), read as fp32(widen(g)·StepScalars::grad_factor) chunk by chunk.
 struct HostOptimizerTensor {
   float* weight = nullptr;
   const void* grad = nullptr;
@@ -26,8 +27,9 @@ struct HostOptimizerTensor {
   bool decay = true;
 };
 
-// One update step of hyper.rule on `tensors` with this step's inputs (Backend::optimizer_step's contract).
-void optimizer_step(const optim_math::Hyperparameters& hyper, const optim_math::StepInputs& in,
+// One update step of hyper.rule on `tensors` with this step's scalars (Backend::optimizer_step's contract):
+// nothing changes when s.skip is set.
+void optimizer_step(const optim_math::Hyperparameters& hyper, const optim_math::StepScalars& s,
                     std::span<const HostOptimizerTensor> tensors, int threads);
 
 }  // namespace ptsim::runtime::cpu

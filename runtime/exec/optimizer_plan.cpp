@@ -9,6 +9,7 @@
 
 #include "runtime/exec/backend.hpp"
 #include "runtime/exec/precision.hpp"  // defines: is_16bit_float
+#include "runtime/optim/step_scalars.hpp"
 
 namespace ptsim::runtime {
 
@@ -43,6 +44,13 @@ void check_optimizer_tensor(const OptimizerTensor& t, int states) {
     throw std::invalid_argument(fmt::format("optimizer_step: a tensor's spans differ in size (weight {} bytes, "
                                             "gradient {}, state {} / {})",
                                             bytes, t.grad.bytes, t.state[0].bytes, t.state[1].bytes));
+}
+
+void check_step_scalars(const DeviceSpan& scalars) {
+  if (!scalars.valid() || scalars.bytes != sizeof(optim_math::StepScalars))
+    throw std::invalid_argument(fmt::format("optimizer_step: the step scalars span holds {} bytes of {} buffer "
+                                            "(expected one StepScalars, {} bytes)",
+                                            scalars.bytes, scalars.valid() ? "a" : "no", sizeof(optim_math::StepScalars)));
 }
 
 }  // namespace ptsim::runtime

@@ -5,7 +5,7 @@
 // into the tensor's norms). The CPU reference (cpu_optimizer.cpp) walks this list on its threads; the CUDA
 // backend uploads it once per tensor list (runtime/exec/cuda/optimizer.cu) and runs one block or warp per
 // chunk. The structs are plain integers so the device reads the same bytes the host wrote.
-// Also here: the two checks every backend's optimizer_step makes on its arguments.
+// Also here: the checks every backend's optimizer_step makes on its arguments.
 // Not here: the passes themselves (cpu_optimizer.cpp, cuda/optimizer.cu), the element maths (optimizer_math.hpp).
 #pragma once
 #include <cstddef>
@@ -18,6 +18,7 @@
 namespace ptsim::runtime {
 
 struct OptimizerTensor;  // backend.hpp
+struct DeviceSpan;       // device_types.hpp
 
 // Elements [begin, end) of tensor `tensor` (an index into the step's tensor list).
 struct OptimizerChunk {
@@ -56,5 +57,7 @@ int optimizer_state_arrays(optim_math::Rule rule);
 // Throws std::invalid_argument unless the weight is whole fp32 elements, the first `states` state spans have
 // its byte count and the gradient holds as many elements of its grad_dtype (f32: 4 bytes, f16/bf16: 2).
 void check_optimizer_tensor(const OptimizerTensor& t, int states);
+// Throws std::invalid_argument unless `scalars` is one optim_math::StepScalars (sizeof bytes) of a valid buffer.
+void check_step_scalars(const DeviceSpan& scalars);
 
 }  // namespace ptsim::runtime

@@ -1,7 +1,7 @@
 // runtime/optim/optimizer.cpp — the optimizers' host driver: configuration defaults and checks, the step
 // counter and global-norm clipping, state buffers allocated by the Backend, and the explicit copies that
 // save and restore them. Every update is one Backend::optimizer_step (the CPU reference:
-// runtime/exec/cpu_optimizer.cpp).
+// runtime/exec/cpu_optimizer.cpp) reading the step's StepScalars, which step_begin writes into a backend buffer.
 #include "runtime/optim/optimizer.hpp"
 
 #include <fmt/format.h>
@@ -118,6 +118,7 @@ Optimizer::Optimizer(Backend& backend, OptimizerConfig config, std::vector<Param
   size_t total = 0;
   for (const ParamSlot& s : slots_) total += per_slot * aligned(s.n * sizeof(float));
   state_buffer_ = backend_.allocate(total);
+  scalars_buffer_ = backend_.allocate(sizeof(optim_math::StepScalars));
   state_.resize(slots_.size());
   size_t at = 0;
   for (size_t i = 0; i < slots_.size(); ++i)
@@ -127,7 +128,12 @@ Optimizer::Optimizer(Backend& backend, OptimizerConfig config, std::vector<Param
     }
 }
 
-Optimizer::~Optimizer() { backend_.free(state_buffer_); }
+Optimizer::~Optimizer() {
+  backend_.free(scalars_buffer_);
+  backend_.free(state_buffer_);
+}
+
+DeviceSpan Optimizer::step_scalars_span() const { return DeviceSpan::of(scalars_buffer_); }
 
 std::vector<std::string> Optimizer::state_names() const {
   if (config_.kind == models::OptimizerKind::sgd) return {"momentum"};
@@ -163,6 +169,11 @@ void Optimizer::step_begin(double lr, std::optional<double> global_grad_norm_in,
     // apex FusedLAMB: clipped_global_grad_norm = norm > max ? norm / max : 1; g is divided by it.
     if (grad_norm_ > config_.max_grad_norm) clip_divisor_ = grad_norm_ / config_.max_grad_norm;
   }
+  // This step's scalars, written once for every update() of the step (queued on the compute stream, after the
+  // previous step's passes, which read the previous values).
+  const optim_math::StepScalars scalars =
+      optim_math::step_scalars(hyper_, optim_math::StepInputs{lr_, current_t(), clip_divisor_, grad_factor_});
+  backend_.copy_to_device_async(step_scalars_span(), &scalars);
   std::fill(updated_.begin(), updated_.end(), 0);
   in_step_ = true;
 }
@@ -182,10 +193,10 @@ void Optimizer::update(std::span<const std::size_t> slot_indices) {
                                       slots_[i].grad_dtype});
     widened = widened || slots_[i].grad_dtype != models::DType::f32;
   }
-  const optim_math::StepInputs in{lr_, current_t(), clip_divisor_, grad_factor_};
   // A backend whose optimizer kernels read fp32 gradients only gets the reference on host copies for the rest.
-  if (widened && !backend_.optimizer_reads_16bit_gradients()) backend_.Backend::optimizer_step(hyper_, in, tensors);
-  else backend_.optimizer_step(hyper_, in, tensors);
+  if (widened && !backend_.optimizer_reads_16bit_gradients())
+    backend_.Backend::optimizer_step(hyper_, step_scalars_span(), tensors);
+  else backend_.optimizer_step(hyper_, step_scalars_span(), tensors);
 }
 
 void Optimizer::update_all() {

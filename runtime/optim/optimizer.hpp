@@ -4,7 +4,8 @@
 // has the Backend allocate its state (Adam moments m, v; SGD momentum) next to the weights, and runs each
 // update as one Backend::optimizer_step over the listed tensors (multi-tensor passes; the CPU reference is
 // runtime/exec/cpu_optimizer.cpp, the per-element maths runtime/optim/optimizer_math.hpp), with the learning
-// rate, step number and clip divisor passed in as optim_math::StepInputs. State crosses to the host only
+// rate, step number, bias corrections and clip divisor in an optim_math::StepScalars that step_begin writes
+// into a small backend buffer once per step (step_scalars.hpp) and the passes read there. State crosses to the host only
 // through explicit copies (save_state / load_state, for checkpoints). Formulas and sources:
 // docs/optimizers-and-checkpoints.md (torch.optim, NVIDIA apex FusedLAMB, DeepLearningExamples BERT, the LANS
 // paper); tests/runtime/golden/ checks AdamW and NVLAMB against PyTorch.
@@ -33,6 +34,7 @@
 #include "models/task_graph.hpp"  // defines: DType
 #include "runtime/exec/device_types.hpp"  // defines: DeviceSpan
 #include "runtime/optim/optimizer_math.hpp"  // defines: StepInputs
+#include "runtime/optim/step_scalars.hpp"    // defines: StepScalars
 
 namespace ptsim::runtime {
 
@@ -112,6 +114,9 @@ class Optimizer {
   // √(Σ over slots Σ g²): one Backend::sum_of_squares per slot (double, fixed chunk order), added in slot
   // order. What step_begin computes when it is given no norm.
   double global_grad_norm() const;
+  // The backend buffer holding the current/last step's optim_math::StepScalars (what every update() passes
+  // to Backend::optimizer_step); written by step_begin.
+  DeviceSpan step_scalars_span() const;
 
   const OptimizerConfig& config() const { return config_; }
   const std::vector<ParamSlot>& slots() const { return slots_; }
@@ -136,6 +141,7 @@ class Optimizer {
   optim_math::Hyperparameters hyper_;
   std::vector<ParamSlot> slots_;
   DeviceBuffer state_buffer_;                     // every state array, 64-byte aligned each
+  DeviceBuffer scalars_buffer_;                   // one optim_math::StepScalars
   std::vector<std::array<DeviceSpan, 2>> state_;  // [slot][state_names() index]
   int64_t step_count_ = 0;
   // Valid between step_begin and step_end:

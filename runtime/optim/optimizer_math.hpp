@@ -2,7 +2,8 @@
 // every backend: the CPU optimizer (optimizer.cpp) runs these functions over fixed chunks of the flat
 // buffers, and a CUDA multi-tensor kernel includes this header (PTSIM_HD: core/host_device.hpp) and runs
 // the same functions per element, so both compute the same fp32 values. The per-step inputs (learning
-// rate, 1-based step t, clip divisor) arrive as StepInputs / AdamStep values: nothing here reads optimizer
+// rate, 1-based step t, clip divisor) arrive as AdamStep values and floats that the passes take from the
+// step's StepScalars (step_scalars.hpp, formed on the host from StepInputs): nothing here reads optimizer
 // state other than the element's own weight, gradient and moments. Formulas and sources:
 // docs/optimizers-and-checkpoints.md. Element arithmetic is fp32 (apex multi_tensor_lamb: MATH_T = float);
 // norms are accumulated in double by the callers.
@@ -44,7 +45,8 @@ struct StepInputs {
 };
 
 // The fp32 coefficients of one Adam-style step (AdamW, LAMB, LANS), computed on the host from the
-// hyperparameters and StepInputs::t (adam_step) and passed to kernels by value.
+// hyperparameters and StepInputs::t (adam_step). Kernels get the t-independent fields by value and the bias
+// corrections from the step's StepScalars (with_bias_corrections, step_scalars.hpp).
 struct AdamStep {
   float b1, b2, one_minus_b1, one_minus_b2, bc1, bc2, eps, lambda;
 };

@@ -140,10 +140,12 @@ class CudaBackend final : public cuda::CudaDevice {
   }
 
   // The multi-tensor optimizer kernels (optimizer.cu) on the compute stream, bit for bit the CPU reference,
-  // for f32 and 16-bit gradients alike (read times StepInputs::grad_factor: scaled_read.hpp).
+  // for f32 and 16-bit gradients alike (read times StepScalars::grad_factor: scaled_read.hpp); the kernels
+  // read the step's StepScalars from `scalars` in device memory.
   bool optimizer_reads_16bit_gradients() const override { return true; }
-  void optimizer_step(const optim_math::Hyperparameters& hyper, const optim_math::StepInputs& in,
+  void optimizer_step(const optim_math::Hyperparameters& hyper, const DeviceSpan& scalars,
                       std::span<const OptimizerTensor> tensors) override {
+    check_step_scalars(scalars);
     const int states = optimizer_state_arrays(hyper.rule);
     std::vector<cuda::OptimizerTensorAddresses> list(tensors.size());
     for (size_t i = 0; i < tensors.size(); ++i) {
@@ -157,7 +159,8 @@ class CudaBackend final : public cuda::CudaDevice {
       list[i].grad = kernel_address(t.grad);
       for (int k = 0; k < states; ++k) list[i].state[k] = static_cast<float*>(kernel_address(t.state[k]));
     }
-    optimizer_.step(hyper, in, list, compute_stream());
+    optimizer_.step(hyper, static_cast<const optim_math::StepScalars*>(kernel_address(scalars)), list,
+                    compute_stream());
   }
 
  private:

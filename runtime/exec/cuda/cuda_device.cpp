@@ -122,6 +122,11 @@ void CudaDevice::copy_to_device(const DeviceSpan& dst, const void* src) {
   PTSIM_CUDA_CHECK(cudaStreamSynchronize(compute_stream()));
 }
 
+void CudaDevice::copy_to_device_async(const DeviceSpan& dst, const void* src) {
+  if (dst.bytes == 0) return;
+  PTSIM_CUDA_CHECK(cudaMemcpyAsync(checked(dst), src, dst.bytes, cudaMemcpyHostToDevice, compute_stream()));
+}
+
 void CudaDevice::copy_to_host(void* dst, const DeviceSpan& src) {
   if (src.bytes > 0)
     PTSIM_CUDA_CHECK(cudaMemcpyAsync(dst, checked(src), src.bytes, cudaMemcpyDeviceToHost, compute_stream()));

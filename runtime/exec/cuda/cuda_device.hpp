@@ -37,6 +37,9 @@ class CudaDevice : public Backend, public CudaStreamSource {
   void* kernel_address(const DeviceSpan& span) override;
   bool host_addressable() const override { return false; }
   void copy_to_device(const DeviceSpan& dst, const void* src) override;
+  // cudaMemcpyAsync from pageable memory on the compute stream: the driver stages src before returning
+  // (no synchronisation), so src may be reused at once (the optimizer's StepScalars).
+  void copy_to_device_async(const DeviceSpan& dst, const void* src) override;
   void copy_to_host(void* dst, const DeviceSpan& src) override;
   void copy(const DeviceSpan& dst, const DeviceSpan& src) override;
   void fill_zero(const DeviceSpan& span) override;

@@ -18,6 +18,9 @@
 // the flag the PTX has mul.rn/add.rn and no fma (checked: 37 fma.rn.f32 without it, 0 with it). fp32
 // division and sqrtf stay IEEE round-to-nearest (nvcc's defaults -prec-div=true, -prec-sqrt=true,
 // -ftz=false; no --use_fast_math); double division and sqrt are always correctly rounded.
+// Step scalars: every kernel reads the step's optim_math::StepScalars (lr, the bias corrections of t, clip,
+// grad_factor, skip; step_scalars.hpp) from device memory, where the host wrote them on the stream; the rule's
+// fixed coefficients (β, 1 − β, ε, λ) come by value.
 // Gradients: every pass reads element e of a tensor's gradient as math::scaled_element (f32, f16 or bf16
 // widened, times the step's fp32 grad_factor; scaled_read.hpp), the value the CPU reference's fp32_chunk
 // forms, so a 16-bit gradient bucket with the loss-scale unscale on read gets the reference's bits too.
@@ -51,6 +54,7 @@ struct DeviceTensor {
 namespace {
 
 using optim_math::AdamStep;
+using optim_math::StepScalars;
 
 constexpr int kSumWarps = 4;  // warps (chunks) per block of the sum passes
 
@@ -92,77 +96,88 @@ __device__ float gradient(const DeviceTensor& t, int64_t e, float grad_factor) {
   return math::scaled_element(t.grad, t.grad_storage, e, grad_factor);
 }
 
-struct AdamWElement {
+// The run's fixed Adam coefficients (adam_step of step 1, by value) for t, with the step's bias corrections
+// from its scalars: adam_step(h, s.t, decay)'s bits (step_scalars.hpp).
+struct AdamFixed {
   AdamStep decay, no_decay;
-  float lr, clip, grad_factor;
-  __device__ void operator()(const DeviceTensor& t, int64_t, int64_t e) const {
-    optim_math::adamw_element(t.weight[e], gradient(t, e, grad_factor), t.m[e], t.v[e], t.decay ? decay : no_decay, lr, clip);
+  __device__ AdamStep of(const DeviceTensor& t, const StepScalars& s) const {
+    return optim_math::with_bias_corrections(t.decay ? decay : no_decay, s);
+  }
+};
+
+// Every element functor takes (tensor, its index i in the list, element e, the step's scalars).
+struct AdamWElement {
+  AdamFixed c;
+  __device__ void operator()(const DeviceTensor& t, int64_t, int64_t e, const StepScalars& s) const {
+    optim_math::adamw_element(t.weight[e], gradient(t, e, s.grad_factor), t.m[e], t.v[e], c.of(t, s), s.lr_f32, s.clip);
   }
 };
 
 struct SgdElement {
-  float mu, lambda, lr, clip, grad_factor;
-  __device__ void operator()(const DeviceTensor& t, int64_t, int64_t e) const {
-    optim_math::sgd_element(t.weight[e], gradient(t, e, grad_factor), t.m[e], mu, t.decay ? lambda : 0.0f, lr, clip);
+  float mu, lambda;
+  __device__ void operator()(const DeviceTensor& t, int64_t, int64_t e, const StepScalars& s) const {
+    optim_math::sgd_element(t.weight[e], gradient(t, e, s.grad_factor), t.m[e], mu, t.decay ? lambda : 0.0f, s.lr_f32,
+                            s.clip);
   }
 };
 
 struct LambApplyElement {
-  AdamStep decay, no_decay;
+  AdamFixed c;
   const float* step;
-  __device__ void operator()(const DeviceTensor& t, int64_t i, int64_t e) const {
-    optim_math::lamb_apply(t.weight[e], t.m[e], t.v[e], t.decay ? decay : no_decay, step[i]);
+  __device__ void operator()(const DeviceTensor& t, int64_t i, int64_t e, const StepScalars& s) const {
+    optim_math::lamb_apply(t.weight[e], t.m[e], t.v[e], c.of(t, s), step[i]);
   }
 };
 
 struct LansApplyElement {
-  AdamStep decay, no_decay;
+  AdamFixed c;
   const float *inv_grad_norm, *step_r, *step_c;
-  float grad_factor;
-  __device__ void operator()(const DeviceTensor& t, int64_t i, int64_t e) const {
-    optim_math::lans_apply(t.weight[e], gradient(t, e, grad_factor), inv_grad_norm[i], t.m[e], t.v[e], t.decay ? decay : no_decay,
+  __device__ void operator()(const DeviceTensor& t, int64_t i, int64_t e, const StepScalars& s) const {
+    optim_math::lans_apply(t.weight[e], gradient(t, e, s.grad_factor), inv_grad_norm[i], t.m[e], t.v[e], c.of(t, s),
                            step_r[i], step_c[i]);
   }
 };
 
 // Sum passes: the two values whose squares are summed (x, y), as the CPU reference returns them.
 struct LambMomentsSquares {  // pass 1: moments; u and w (the weight before the step)
-  AdamStep decay, no_decay;
-  float clip, grad_factor;
-  __device__ float2 operator()(const DeviceTensor& t, int64_t, int64_t e) const {
+  AdamFixed c;
+  __device__ float2 operator()(const DeviceTensor& t, int64_t, int64_t e, const StepScalars& s) const {
     const float w = t.weight[e];
-    const float u = optim_math::lamb_moments_and_direction(w, gradient(t, e, grad_factor), t.m[e], t.v[e], t.decay ? decay : no_decay, clip);
+    const float u =
+        optim_math::lamb_moments_and_direction(w, gradient(t, e, s.grad_factor), t.m[e], t.v[e], c.of(t, s), s.clip);
     return make_float2(u, w);
   }
 };
 
 struct LansGradWeightSquares {  // pass 0: g and w
-  float grad_factor;
-  __device__ float2 operator()(const DeviceTensor& t, int64_t, int64_t e) const {
-    return make_float2(gradient(t, e, grad_factor), t.weight[e]);
+  __device__ float2 operator()(const DeviceTensor& t, int64_t, int64_t e, const StepScalars& s) const {
+    return make_float2(gradient(t, e, s.grad_factor), t.weight[e]);
   }
 };
 
 struct LansMomentsSquares {  // pass 1: moments on ĝ; r + λw and c + λw
-  AdamStep decay, no_decay;
+  AdamFixed c;
   const float* inv_grad_norm;
-  float grad_factor;
-  __device__ float2 operator()(const DeviceTensor& t, int64_t i, int64_t e) const {
+  __device__ float2 operator()(const DeviceTensor& t, int64_t i, int64_t e, const StepScalars& s) const {
     float ur = 0.0f, uc = 0.0f;
-    optim_math::lans_moments_and_directions(t.weight[e], gradient(t, e, grad_factor), inv_grad_norm[i], t.m[e], t.v[e],
-                                            t.decay ? decay : no_decay, ur, uc);
+    optim_math::lans_moments_and_directions(t.weight[e], gradient(t, e, s.grad_factor), inv_grad_norm[i], t.m[e],
+                                            t.v[e], c.of(t, s), ur, uc);
     return make_float2(ur, uc);
   }
 };
 
-// ---- kernels ----
+// ---- kernels (each reads the step's scalars once per thread and returns at once when the step is skipped;
+// the flag is the same for every thread, so a warp returns whole) ----
 
-// Block k runs element(tensor, i, e) on every element of chunk k.
+// Block k runs element(tensor, i, e, s) on every element of chunk k.
 template <class Element>
-__global__ void apply_kernel(const DeviceTensor* tensors, const OptimizerChunk* chunks, Element element) {
+__global__ void apply_kernel(const DeviceTensor* tensors, const OptimizerChunk* chunks, const StepScalars* scalars,
+                             Element element) {
+  const StepScalars s = *scalars;
+  if (s.skip != 0) return;
   const OptimizerChunk ch = chunks[blockIdx.x];
   const DeviceTensor t = tensors[ch.tensor];  // in registers: read once per chunk
-  for (int64_t e = ch.begin + threadIdx.x; e < ch.end; e += blockDim.x) element(t, ch.tensor, e);
+  for (int64_t e = ch.begin + threadIdx.x; e < ch.end; e += blockDim.x) element(t, ch.tensor, e, s);
 }
 
 // Warp w of block b takes chunk k = b·kSumWarps + w: partials[k] = (Σ x², Σ y²) over its elements in the lane
@@ -170,7 +185,9 @@ __global__ void apply_kernel(const DeviceTensor* tensors, const OptimizerChunk* 
 // 16..31 hand theirs to thread i − 16, which adds it after its own), then the fixed tree.
 template <class Squares>
 __global__ void chunk_sums_kernel(const DeviceTensor* tensors, const OptimizerChunk* chunks, int64_t chunk_count,
-                                  double2* partials, Squares squares) {
+                                  const StepScalars* scalars, double2* partials, Squares squares) {
+  const StepScalars s = *scalars;
+  if (s.skip != 0) return;
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   const int64_t k = static_cast<int64_t>(blockIdx.x) * kSumWarps + warp;
   if (k >= chunk_count) return;  // the whole warp: the shuffles below stay within full warps
@@ -181,7 +198,7 @@ __global__ void chunk_sums_kernel(const DeviceTensor* tensors, const OptimizerCh
     const int64_t e = base + lane;
     double qx = 0.0, qy = 0.0;  // past the end: adding +0.0 to a lane's sum (≥ +0 or NaN) changes no bit
     if (e < ch.end) {
-      const float2 v = squares(t, ch.tensor, e);
+      const float2 v = squares(t, ch.tensor, e, s);
       qx = static_cast<double>(v.x) * v.x;
       qy = static_cast<double>(v.y) * v.y;
     }
@@ -209,9 +226,11 @@ __device__ double2 tensor_total(const double2* partials, const DeviceTensor& t) 
 }
 
 // NVLAMB: step = fp32(lr · ratio), ratio = ‖w‖/‖u‖ (1 where either is 0), or 1 where use_nvlamb is false and
-// the tensor's λ is 0. partials: (Σu², Σw²).
-__global__ void lamb_steps_kernel(const DeviceTensor* tensors, int64_t count, const double2* partials, double lr,
-                                  bool use_nvlamb, bool decay_lambda_nonzero, float* step) {
+// the tensor's λ is 0. partials: (Σu², Σw²); lr: the scalars' double.
+__global__ void lamb_steps_kernel(const DeviceTensor* tensors, int64_t count, const double2* partials,
+                                  const StepScalars* scalars, bool use_nvlamb, bool decay_lambda_nonzero, float* step) {
+  if (scalars->skip != 0) return;
+  const double lr = scalars->lr;
   PTSIM_GRID_STRIDE(i, count) {
     const double2 s = tensor_total(partials, tensors[i]);
     const bool apply_ratio = use_nvlamb || (tensors[i].decay != 0 && decay_lambda_nonzero);
@@ -221,7 +240,9 @@ __global__ void lamb_steps_kernel(const DeviceTensor* tensors, int64_t count, co
 
 // LANS after pass 0: keeps (Σg², Σw²) per tensor; inv‖g‖ = fp32(1/√Σg²), 0 when Σg² = 0.
 __global__ void lans_inverse_norms_kernel(const DeviceTensor* tensors, int64_t count, const double2* partials,
-                                          double2* grad_weight_squares, float* inv_grad_norm) {
+                                          const StepScalars* scalars, double2* grad_weight_squares,
+                                          float* inv_grad_norm) {
+  if (scalars->skip != 0) return;
   PTSIM_GRID_STRIDE(i, count) {
     const double2 s = tensor_total(partials, tensors[i]);
     grad_weight_squares[i] = s;
@@ -230,10 +251,12 @@ __global__ void lans_inverse_norms_kernel(const DeviceTensor* tensors, int64_t c
 }
 
 // LANS after pass 1: step_r = fp32(lr·β1·ratio_r), step_c = fp32(lr·(1−β1)·ratio_c). partials: (Σ(r+λw)²,
-// Σ(c+λw)²).
+// Σ(c+λw)²); lr: the scalars' double.
 __global__ void lans_steps_kernel(const DeviceTensor* tensors, int64_t count, const double2* partials,
-                                  const double2* grad_weight_squares, double lr, double beta1, float* step_r,
-                                  float* step_c) {
+                                  const double2* grad_weight_squares, const StepScalars* scalars, double beta1,
+                                  float* step_r, float* step_c) {
+  if (scalars->skip != 0) return;
+  const double lr = scalars->lr;
   PTSIM_GRID_STRIDE(i, count) {
     const double2 s = tensor_total(partials, tensors[i]);
     const double w_norm = sqrt(grad_weight_squares[i].y);
@@ -245,51 +268,55 @@ __global__ void lans_steps_kernel(const DeviceTensor* tensors, int64_t count, co
 // ---- launches (the caller skips them when the list has no elements) ----
 
 template <class Element>
-void launch_apply(const OptimizerDeviceTables& d, const Element& element, const char* what, cudaStream_t stream) {
-  apply_kernel<<<static_cast<unsigned>(d.chunk_count), kThreads, 0, stream>>>(d.tensors.get(), d.chunks.get(),
+void launch_apply(const OptimizerDeviceTables& d, const StepScalars* scalars, const Element& element, const char* what,
+                  cudaStream_t stream) {
+  apply_kernel<<<static_cast<unsigned>(d.chunk_count), kThreads, 0, stream>>>(d.tensors.get(), d.chunks.get(), scalars,
                                                                               element);
   check_launch(what);
 }
 
 template <class Squares>
-void launch_sums(const OptimizerDeviceTables& d, const Squares& squares, const char* what, cudaStream_t stream) {
+void launch_sums(const OptimizerDeviceTables& d, const StepScalars* scalars, const Squares& squares, const char* what,
+                 cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>((d.chunk_count + kSumWarps - 1) / kSumWarps);
-  chunk_sums_kernel<<<blocks, kSumWarps * 32, 0, stream>>>(d.tensors.get(), d.chunks.get(), d.chunk_count,
+  chunk_sums_kernel<<<blocks, kSumWarps * 32, 0, stream>>>(d.tensors.get(), d.chunks.get(), d.chunk_count, scalars,
                                                             d.partials.get(), squares);
   check_launch(what);
 }
 
 unsigned tensor_blocks(const OptimizerDeviceTables& d) { return blocks_for(d.tensor_count); }
 
-void lamb(const optim_math::Hyperparameters& h, const optim_math::StepInputs& in, const OptimizerDeviceTables& d,
-          cudaStream_t stream) {
-  const AdamStep decay = optim_math::adam_step(h, in.t, true), no_decay = optim_math::adam_step(h, in.t, false);
-  const auto grad_factor = static_cast<float>(in.grad_factor);
-  launch_sums(d, LambMomentsSquares{decay, no_decay, static_cast<float>(in.clip_divisor), grad_factor},
-              "optimizer: lamb moments", stream);
-  lamb_steps_kernel<<<tensor_blocks(d), kThreads, 0, stream>>>(d.tensors.get(), d.tensor_count, d.partials.get(),
-                                                                in.lr, h.use_nvlamb, decay.lambda != 0.0f,
-                                                                d.step_r.get());
-  check_launch("optimizer: lamb trust ratios");
-  launch_apply(d, LambApplyElement{decay, no_decay, d.step_r.get()}, "optimizer: lamb apply", stream);
+// The rule's t-independent coefficients (adam_step of step 1; the kernels put in the step's bias corrections).
+AdamFixed adam_fixed(const optim_math::Hyperparameters& h) {
+  return {optim_math::adam_step(h, 1, true), optim_math::adam_step(h, 1, false)};
 }
 
-void lans(const optim_math::Hyperparameters& h, const optim_math::StepInputs& in, const OptimizerDeviceTables& d,
+void lamb(const optim_math::Hyperparameters& h, const StepScalars* scalars, const OptimizerDeviceTables& d,
           cudaStream_t stream) {
-  const AdamStep decay = optim_math::adam_step(h, in.t, true), no_decay = optim_math::adam_step(h, in.t, false);
-  const auto grad_factor = static_cast<float>(in.grad_factor);
-  launch_sums(d, LansGradWeightSquares{grad_factor}, "optimizer: lans norms", stream);
-  lans_inverse_norms_kernel<<<tensor_blocks(d), kThreads, 0, stream>>>(
-      d.tensors.get(), d.tensor_count, d.partials.get(), d.grad_weight_squares.get(), d.inv_grad_norm.get());
+  const AdamFixed c = adam_fixed(h);
+  launch_sums(d, scalars, LambMomentsSquares{c}, "optimizer: lamb moments", stream);
+  lamb_steps_kernel<<<tensor_blocks(d), kThreads, 0, stream>>>(d.tensors.get(), d.tensor_count, d.partials.get(),
+                                                                scalars, h.use_nvlamb, c.decay.lambda != 0.0f,
+                                                                d.step_r.get());
+  check_launch("optimizer: lamb trust ratios");
+  launch_apply(d, scalars, LambApplyElement{c, d.step_r.get()}, "optimizer: lamb apply", stream);
+}
+
+void lans(const optim_math::Hyperparameters& h, const StepScalars* scalars, const OptimizerDeviceTables& d,
+          cudaStream_t stream) {
+  const AdamFixed c = adam_fixed(h);
+  launch_sums(d, scalars, LansGradWeightSquares{}, "optimizer: lans norms", stream);
+  lans_inverse_norms_kernel<<<tensor_blocks(d), kThreads, 0, stream>>>(d.tensors.get(), d.tensor_count,
+                                                                        d.partials.get(), scalars,
+                                                                        d.grad_weight_squares.get(),
+                                                                        d.inv_grad_norm.get());
   check_launch("optimizer: lans gradient norms");
-  launch_sums(d, LansMomentsSquares{decay, no_decay, d.inv_grad_norm.get(), grad_factor}, "optimizer: lans moments",
-              stream);
+  launch_sums(d, scalars, LansMomentsSquares{c, d.inv_grad_norm.get()}, "optimizer: lans moments", stream);
   lans_steps_kernel<<<tensor_blocks(d), kThreads, 0, stream>>>(d.tensors.get(), d.tensor_count, d.partials.get(),
-                                                                d.grad_weight_squares.get(), in.lr, h.beta1,
+                                                                d.grad_weight_squares.get(), scalars, h.beta1,
                                                                 d.step_r.get(), d.step_c.get());
   check_launch("optimizer: lans trust ratios");
-  launch_apply(d,
-               LansApplyElement{decay, no_decay, d.inv_grad_norm.get(), d.step_r.get(), d.step_c.get(), grad_factor},
+  launch_apply(d, scalars, LansApplyElement{c, d.inv_grad_norm.get(), d.step_r.get(), d.step_c.get()},
                "optimizer: lans apply", stream);
 }
 
@@ -360,27 +387,21 @@ const OptimizerDeviceTables& MultiTensorOptimizer::tables_for(std::span<const Op
   return *tables_.back();
 }
 
-void MultiTensorOptimizer::step(const optim_math::Hyperparameters& hyper, const optim_math::StepInputs& in,
+void MultiTensorOptimizer::step(const optim_math::Hyperparameters& hyper, const StepScalars* scalars,
                                 std::span<const OptimizerTensorAddresses> tensors, cudaStream_t stream) {
   const OptimizerDeviceTables& d = tables_for(tensors, stream);
   if (d.chunk_count == 0) return;  // no elements: nothing to update
-  const float lr = static_cast<float>(in.lr), clip = static_cast<float>(in.clip_divisor);
-  const auto grad_factor = static_cast<float>(in.grad_factor);
   switch (hyper.rule) {
     case optim_math::Rule::adamw:
-      launch_apply(d,
-                   AdamWElement{optim_math::adam_step(hyper, in.t, true), optim_math::adam_step(hyper, in.t, false),
-                                lr, clip, grad_factor},
-                   "optimizer: adamw", stream);
+      launch_apply(d, scalars, AdamWElement{adam_fixed(hyper)}, "optimizer: adamw", stream);
       return;
     case optim_math::Rule::sgd:
-      launch_apply(d,
-                   SgdElement{static_cast<float>(hyper.momentum), static_cast<float>(hyper.weight_decay), lr, clip,
-                              grad_factor},
+      launch_apply(d, scalars,
+                   SgdElement{static_cast<float>(hyper.momentum), static_cast<float>(hyper.weight_decay)},
                    "optimizer: sgd", stream);
       return;
-    case optim_math::Rule::lamb: return lamb(hyper, in, d, stream);
-    case optim_math::Rule::lans: return lans(hyper, in, d, stream);
+    case optim_math::Rule::lamb: return lamb(hyper, scalars, d, stream);
+    case optim_math::Rule::lans: return lans(hyper, scalars, d, stream);
   }
   throw std::invalid_argument("optimizer_step: unknown rule");
 }

@@ -1,5 +1,5 @@
 // runtime/exec/cuda/optimizer.hpp — the CUDA backend's multi-tensor optimizer step (optimizer.cu): AdamW,
-// NVLAMB, LANS and SGD over device fp32 buffers (gradients f32, f16 or bf16, read times StepInputs::grad_factor), bit for bit the CPU reference (runtime/exec/cpu_optimizer.cpp;
+// NVLAMB, LANS and SGD over device fp32 buffers (gradients f32, f16 or bf16, read times StepScalars::grad_factor), bit for bit the CPU reference (runtime/exec/cpu_optimizer.cpp;
 // contract: docs/executor.md, "The device seam"; launch shape and determinism: docs/cuda-backend.md). It
 // keeps the device copy of each tensor list's work list (optimizer_plan.hpp) and its scratch, built the first
 // time the list is seen: the executor makes one call per gradient bucket, the same lists every step.
@@ -15,12 +15,13 @@
 
 #include "runtime/exec/math/scaled_read.hpp"  // defines: TailStorage
 #include "runtime/exec/optimizer_plan.hpp"
-#include "runtime/optim/optimizer_math.hpp"  // defines: Hyperparameters, StepInputs
+#include "runtime/optim/optimizer_math.hpp"  // defines: Hyperparameters
+#include "runtime/optim/step_scalars.hpp"    // defines: StepScalars
 
 namespace ptsim::runtime::cuda {
 
 // One tensor of a step in device memory: `elements` fp32 values at each address (state[1] null for SGD),
-// the gradient's `elements` stored as grad_storage (read as fp32(widen(g)·fp32(grad_factor)): scaled_read.hpp).
+// the gradient's `elements` stored as grad_storage (read as fp32(widen(g)·grad_factor): scaled_read.hpp).
 struct OptimizerTensorAddresses {
   float* weight = nullptr;
   const void* grad = nullptr;
@@ -43,9 +44,11 @@ class MultiTensorOptimizer {
   MultiTensorOptimizer(const MultiTensorOptimizer&) = delete;
   MultiTensorOptimizer& operator=(const MultiTensorOptimizer&) = delete;
 
-  // One step of hyper.rule on `tensors`, enqueued on `stream`. Nothing synchronises, except when a new list
-  // finds kMaxLists lists cached: the cache is dropped after the stream drains, then rebuilt as lists recur.
-  void step(const optim_math::Hyperparameters& hyper, const optim_math::StepInputs& in,
+  // One step of hyper.rule on `tensors`, enqueued on `stream`, every kernel reading the step's scalars at
+  // `scalars` (device memory, written on `stream` before; a set skip flag makes every kernel return at once).
+  // Nothing synchronises, except when a new list finds kMaxLists lists cached: the cache is dropped after the
+  // stream drains, then rebuilt as lists recur.
+  void step(const optim_math::Hyperparameters& hyper, const optim_math::StepScalars* scalars,
             std::span<const OptimizerTensorAddresses> tensors, cudaStream_t stream);
 
   // Distinct tensor lists kept (one per gradient bucket in training: BERT-large, 335 M fp32 parameters in

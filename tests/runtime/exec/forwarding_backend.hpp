@@ -19,6 +19,7 @@ class ForwardingBackend : public runtime::Backend {
   void* kernel_address(const runtime::DeviceSpan& s) override { return inner_.kernel_address(s); }
   bool host_addressable() const override { return inner_.host_addressable(); }
   void copy_to_device(const runtime::DeviceSpan& d, const void* s) override { inner_.copy_to_device(d, s); }
+  void copy_to_device_async(const runtime::DeviceSpan& d, const void* s) override { inner_.copy_to_device_async(d, s); }
   void copy_to_host(void* d, const runtime::DeviceSpan& s) override { inner_.copy_to_host(d, s); }
   void copy(const runtime::DeviceSpan& d, const runtime::DeviceSpan& s) override { inner_.copy(d, s); }
   void fill_zero(const runtime::DeviceSpan& s) override { inner_.fill_zero(s); }
@@ -35,9 +36,9 @@ class ForwardingBackend : public runtime::Backend {
   void round_to_dtype(const runtime::DeviceSpan& s, models::DType t) override { inner_.round_to_dtype(s, t); }
   void scale(const runtime::DeviceSpan& s, double f) override { inner_.scale(s, f); }
   double sum_of_squares(const runtime::DeviceSpan& s) override { return inner_.sum_of_squares(s); }
-  void optimizer_step(const runtime::optim_math::Hyperparameters& h, const runtime::optim_math::StepInputs& in,
+  void optimizer_step(const runtime::optim_math::Hyperparameters& h, const runtime::DeviceSpan& scalars,
                       std::span<const runtime::OptimizerTensor> tensors) override {
-    inner_.optimizer_step(h, in, tensors);
+    inner_.optimizer_step(h, scalars, tensors);
   }
 
  protected:

@@ -97,6 +97,7 @@ struct HostArrays {
 struct BackendArrays {
   Backend& backend;
   DeviceBuffer w, g, m, v;
+  DeviceBuffer scalars;        // one optim_math::StepScalars, as the Optimizer keeps it
   std::vector<size_t> offset;  // bytes, per tensor
   BackendArrays(Backend& b, const std::vector<TensorShape>& list) : backend(b) {
     size_t bytes = 0;
@@ -108,9 +109,15 @@ struct BackendArrays {
     g = b.allocate(bytes);
     m = b.allocate(bytes);
     v = b.allocate(bytes);
+    scalars = b.allocate(sizeof(optim_math::StepScalars));
   }
   ~BackendArrays() {
-    for (DeviceBuffer x : {w, g, m, v}) backend.free(x);
+    for (DeviceBuffer x : {w, g, m, v, scalars}) backend.free(x);
+  }
+  // The step's scalars into the backend's buffer (queued on the compute stream, as Optimizer::step_begin).
+  DeviceSpan write_scalars(const optim_math::StepScalars& s) {
+    backend.copy_to_device_async(DeviceSpan::of(scalars), &s);
+    return DeviceSpan::of(scalars);
   }
   BackendArrays(const BackendArrays&) = delete;
   BackendArrays& operator=(const BackendArrays&) = delete;
@@ -202,7 +209,7 @@ void compare(Diff& d, const std::vector<std::vector<float>>& a, const std::vecto
 }
 
 // The reference: the CPU passes on host arrays, one thread.
-void reference_step(const optim_math::Hyperparameters& h, const optim_math::StepInputs& in,
+void reference_step(const optim_math::Hyperparameters& h, const optim_math::StepScalars& in,
                     const std::vector<TensorShape>& list, const std::vector<size_t>& order, HostArrays& x,
                     models::DType grad_dtype) {
   std::vector<runtime::cpu::HostOptimizerTensor> tensors;
@@ -269,19 +276,34 @@ bool check_rule(Backend& backend, const RuleCase& rc, const GradMode& mode, cons
     in.lr = lrs[step - 1];
     in.t = step;
     in.clip_divisor = rc.hyper.rule == optim_math::Rule::lans ? 1.0 : 1.7;  // LANS does not clip (optimizer.cpp)
+    const optim_math::StepScalars scalars = optim_math::step_scalars(rc.hyper, in);
     backend.record(start);
+    const DeviceSpan on_backend = dev.write_scalars(scalars);
     for (const std::vector<size_t>& order : step <= 3 ? buckets : other)
-      backend.optimizer_step(rc.hyper, in, dev.tensors(list, order, mode.dtype));
+      backend.optimizer_step(rc.hyper, on_backend, dev.tensors(list, order, mode.dtype));
     backend.record(stop);
     if (step <= 3) seconds += backend.elapsed_seconds(start, stop);
-    for (const std::vector<size_t>& order : step <= 3 ? buckets : other) reference_step(rc.hyper, in, list, order, ref, mode.dtype);
+    for (const std::vector<size_t>& order : step <= 3 ? buckets : other)
+      reference_step(rc.hyper, scalars, list, order, ref, mode.dtype);
+  }
+  // A skipped step (the skip flag of a step-5 scalars block set) must leave every weight and moment as the
+  // reference has them after step 4: the reference does not run it.
+  {
+    optim_math::StepInputs in;
+    in.lr = 1e-3;
+    in.t = 5;
+    in.grad_factor = mode.factor;
+    optim_math::StepScalars skipped = optim_math::step_scalars(rc.hyper, in);
+    skipped.skip = 1;
+    const DeviceSpan on_backend = dev.write_scalars(skipped);
+    backend.optimizer_step(rc.hyper, on_backend, dev.tensors(list, buckets[0], mode.dtype));
   }
   Diff d;
   compare(d, dev.read(dev.w, list), ref.w);
   compare(d, dev.read(dev.m, list), ref.m);
   if (rc.hyper.rule != optim_math::Rule::sgd) compare(d, dev.read(dev.v, list), ref.v);
   const bool ok = d.differing == 0;
-  fmt::print("{} {}, {}: 4 steps (3 on {} tensors in 3 calls, 1 on {}): {} of {} weight/moment values differ "
+  fmt::print("{} {}, {}: 4 steps (3 on {} tensors in 3 calls, 1 on {}) and a skipped one: {} of {} weight/moment values differ "
              "(max {} ulp); {:.3f} ms per step on the backend\n",
              ok ? "ok" : "FAIL", rc.name, mode.name, list.size(), other[0].size(), d.differing, d.compared, d.max_ulp,
              seconds / 3 * 1e3);

@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "models/builder.hpp"
+#include "runtime/exec/backend.hpp"
 #include "runtime/exec/executor.hpp"
 #include "runtime/exec/precision.hpp"
 #include "runtime/optim/loss_scaler.hpp"
@@ -269,6 +270,17 @@ TEST_CASE("fp16 overflow: the step is skipped, weights, masters and optimizer st
   ex.run_step_tail(nullptr, opt.get(), 1e-3, 1024.0);
   CHECK_FALSE(ex.last_step_skipped());
   CHECK(opt->step_count() == 3);
+  // The scalars the passes read (step_scalars.hpp) are step 3's: the skipped step did not advance t, and its
+  // bias corrections are adam_step(…, 3, …)'s, bit for bit.
+  optim_math::StepScalars scalars;
+  ex.backend().copy_to_host(&scalars, opt->step_scalars_span());
+  CHECK(scalars.t == 3);
+  optim_math::Hyperparameters h;
+  h.beta1 = opt->config().beta1;
+  h.beta2 = opt->config().beta2;
+  const optim_math::AdamStep expected = optim_math::adam_step(h, 3, true);
+  CHECK(std::memcmp(&scalars.bc1, &expected.bc1, sizeof(float)) == 0);
+  CHECK(std::memcmp(&scalars.bc2, &expected.bc2, sizeof(float)) == 0);
 }
 
 TEST_CASE("fp16 dynamic scale: doubles after N clean steps through the executor, halves on overflow") {

@@ -144,9 +144,9 @@ class DefaultOptimizerBackend final : public ptsim::test::ForwardingBackend {
   using ForwardingBackend::ForwardingBackend;
   const char* name() const override { return "default-optimizer"; }
   bool host_addressable() const override { return false; }
-  void optimizer_step(const optim_math::Hyperparameters& h, const optim_math::StepInputs& in,
+  void optimizer_step(const optim_math::Hyperparameters& h, const DeviceSpan& scalars,
                       std::span<const OptimizerTensor> tensors) override {
-    Backend::optimizer_step(h, in, tensors);
+    Backend::optimizer_step(h, scalars, tensors);
   }
 };
 
