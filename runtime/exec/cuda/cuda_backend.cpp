@@ -66,8 +66,8 @@ class CudaBackend final : public cuda::CudaDevice {
  public:
   CudaBackend(int device, bool gemm_epilogues, bool native_16bit)
       : CudaDevice(device),
-        native_16bit_(native_16bit),
-        lt_(gemm_epilogues ? std::make_unique<cuda::LtGemm>() : nullptr) {
+        lt_(gemm_epilogues ? std::make_unique<cuda::LtGemm>() : nullptr),
+        native_16bit_(native_16bit) {
     cudaDeviceProp prop{};
     PTSIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     cc_major_ = prop.major;
