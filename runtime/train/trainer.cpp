@@ -762,7 +762,9 @@ class Trainer {
     for (double& s : per_step) s /= n;
     models::OpTimesInfo info;
     info.source = "measured";
-    info.device = cpu_device_description(c_.threads);
+    // A GPU run's times were measured on the GPU: name it ("GPU <n> (<name>)"), not the host's CPU.
+    const std::optional<BackendMemory> gpu = backend_device_memory(c_.backend);
+    info.device = gpu ? gpu->device : cpu_device_description(c_.threads);
     info.step_seconds = measured_steps > 0 ? summary_.mean_step_seconds : 0;
     info.steps = measured_steps > 0 ? measured_steps : 1;
     if (measured_steps == 0) {

@@ -4,6 +4,10 @@
 // to the same bounds), bf16 on sm_80 and newer, fp16 everywhere. Also prints how far the device is from the
 // host emulation (informational: MMA accumulation order is unspecified, so not a bit-for-bit check).
 // Exit 0 when every case is within its bound, 1 otherwise, 77 (meson: skipped) without a CUDA build or GPU.
+//   attention_tc_gpu_check [--only LABEL] [--dtype bf16|fp16]: one case (its label as printed, e.g.
+//   "S=130 d=64 padded causal dropout") and/or one type — tools/gpu_check.sh's compute-sanitizer stage runs
+//   racecheck and synccheck on one small case, where the whole list would take too long; exit 2 for a
+//   label or type that does not exist.
 #include <cstdio>
 #include <cstdlib>
 
@@ -14,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -115,9 +120,38 @@ bool check_case(const Case& c, Format16 format, cuda::Attention16 dtype, const c
   return v.failures + vb.failures == 0;
 }
 
+struct Options {
+  std::string only;  // a case label; empty: every case
+  bool bf16 = true, fp16 = true;
+};
+
+bool parse_options(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--only" && i + 1 < argc) {
+      o.only = argv[++i];
+      const std::vector<Case> all = cases();
+      if (std::none_of(all.begin(), all.end(), [&](const Case& c) { return c.label() == o.only; })) {
+        std::fprintf(stderr, "attention_tc_gpu_check: --only '%s' is no case's label (expected e.g. 'S=130 d=64 padded causal dropout')\n",
+                     o.only.c_str());
+        return false;
+      }
+    } else if (a == "--dtype" && i + 1 < argc && (std::string(argv[i + 1]) == "bf16" || std::string(argv[i + 1]) == "fp16")) {
+      o.bf16 = std::string(argv[++i]) == "bf16";
+      o.fp16 = !o.bf16;
+    } else {
+      std::fprintf(stderr, "usage: attention_tc_gpu_check [--only LABEL] [--dtype bf16|fp16] (got '%s')\n", a.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  Options o;
+  if (!parse_options(argc, argv, o)) return 2;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     std::printf("attention_tc_gpu_check: no CUDA device: skipped\n");
@@ -125,13 +159,17 @@ int main() {
   }
   int major = 0;
   check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), "cudaDeviceGetAttribute");
+  auto wanted = [&](const Case& c) { return o.only.empty() || c.label() == o.only; };
   bool ok = true;
-  if (major >= 8)
+  if (major >= 8 && o.bf16) {
     for (const Case& c : cases())
-      ok = check_case<Eigen::bfloat16>(c, kBf16, cuda::Attention16::bf16, "bf16") && ok;
-  else
+      if (wanted(c)) ok = check_case<Eigen::bfloat16>(c, kBf16, cuda::Attention16::bf16, "bf16") && ok;
+  } else if (o.bf16) {
     std::printf("bf16 cases not run: the device is sm_%d0-class (bf16 needs sm_80)\n", major);
-  for (const Case& c : cases()) ok = check_case<Eigen::half>(c, kFp16, cuda::Attention16::f16, "fp16") && ok;
+  }
+  if (o.fp16)
+    for (const Case& c : cases())
+      if (wanted(c)) ok = check_case<Eigen::half>(c, kFp16, cuda::Attention16::f16, "fp16") && ok;
   std::printf("attention_tc_gpu_check: %s\n", ok ? "every case within its bound" : "FAILED");
   return ok ? 0 : 1;
 }

@@ -98,6 +98,21 @@ TEST_CASE("model steps harness: the CUDA test's CPU references run here (tf32 gr
   }
 }
 
+TEST_CASE("model steps harness: the CUDA test's GPT-2-tiny fp16 reference runs here, near its fp32 step") {
+  // test_model_steps_cuda.cpp's fp16 GPT-2-tiny case compares CUDA with this CPU fp16 step. Here: it runs
+  // (loss scaling on the CPU backend), and it agrees with the fp32 step inside the fp16 bounds — fp16 vs
+  // fp32 rounds every op output on one side only, which the bound's √D·2^-11 term covers (it assumes both
+  // sides may round).
+  const ModelCase c = gpt2_tiny();
+  const models::TaskGraph g = models::build_task_graph(c.spec, recipe(c, models::Precision::fp16, models::OptimizerKind::adamw));
+  const Bounds b = rounding_bounds(g, c, models::Precision::fp16);
+  Outcome o;
+  compare_step(run_step(c, {runtime::BackendKind::cpu, runtime::ComputeType::f32, models::Precision::fp16}), run_step(c, kF32),
+               b, o);
+  MESSAGE(summary("gpt2-tiny fp16 vs fp32, CPU", b, o));
+  for (const std::string& f : o.failures) FAIL_CHECK("gpt2-tiny fp16 vs fp32 on the CPU: " << f);
+}
+
 TEST_CASE("model steps harness: the fused dropout ops with dropout 0.1, CPU f64 vs CPU f32, inside the fp32 bounds") {
   // The gpu suite's fused-op cases (with_fused_dropout) here: the f32 side must stay inside the bounds
   // derived with the fused ops' unfused depths, and the 3-step losses the CUDA test compares must fall with
