@@ -116,6 +116,7 @@ struct Executor::Impl {
   struct StagingSlot {
     DeviceBuffer buffer;
     int holder = -1;      // the all_reduce op whose bucket is staged here, -1 none
+    Event reduced{};      // recorded on the comm stream right after the holder's all-reduce was started
     uint64_t since = 0;   // when it was taken (slot_clock), for oldest-first reuse
   };
   std::vector<StagingSlot> staging_slots;
@@ -318,6 +319,7 @@ struct Executor::Impl {
     for (const models::Parameter& p : graph.params)
       if (is_16bit_float(stored.tensor(p.gradient).dtype)) gradients_16bit = true;
     staging_slots.assign(kAllReduceStagingSlots, StagingSlot{});
+    for (StagingSlot& slot : staging_slots) slot.reduced = backend->create_event();
     staging_slot_bytes = staged_16bit_buckets(stored).largest_bytes;
     slot_of.assign(graph.ops.size(), -1);
     finished_early.assign(graph.ops.size(), 0);
@@ -494,6 +496,7 @@ struct Executor::Impl {
     if (micro_step == 0) {
       backend->fill_zero(DeviceSpan::of(gradients));
       grad_factor = 1.0;  // read_gradient: the new step's gradients, as stored (the last tail's unscale is over)
+      forget_staging();   // a tail that threw may have left buckets marked or slots held
     }
     const OpContext context{options.seed, step, micro_step};
     for (size_t k = 0; k < body_ops.size(); ++k) {
@@ -537,11 +540,13 @@ struct Executor::Impl {
   // A 16-bit bucket is widened into a staging slot first (take_staging_slot: which may finish an older bucket).
   void start_bucket(const Op& op, Communicator& comm) {
     const DeviceSpan whole = *contiguous(op.inputs);
-    const DeviceSpan reduced =
-        bucket_is_16bit(op) ? widen_bucket({{op.inputs.front(), whole}}, take_staging_slot(op, comm)) : whole;
+    const bool staged = bucket_is_16bit(op);
+    const DeviceSpan reduced = staged ? widen_bucket({{op.inputs.front(), whole}}, take_staging_slot(op, comm)) : whole;
     backend->record(bucket_ready, compute_stream);
     backend->wait(comm_stream, bucket_ready);
     in_flight[static_cast<size_t>(op.id)] = comm.start_all_reduce_sum(*backend, reduced, options.compute, comm_stream);
+    // This bucket's sum alone (not the later buckets queued behind it): what reusing its slot waits for.
+    if (staged) backend->record(staging_slots[static_cast<size_t>(slot_of[static_cast<size_t>(op.id)])].reduced, comm_stream);
     in_flight_comm = &comm;
     ++in_flight_count;
   }
@@ -672,10 +677,15 @@ struct Executor::Impl {
     comm.wait(started);
     started = CommRequest{};
     --in_flight_count;
-    backend->record(bucket_reduced, comm_stream);
-    backend->wait(compute_stream, bucket_reduced);
-    if (!bucket_is_16bit(op)) return average(op, comm);
+    if (!bucket_is_16bit(op)) {
+      backend->record(bucket_reduced, comm_stream);
+      backend->wait(compute_stream, bucket_reduced);
+      return average(op, comm);
+    }
+    // The compute stream waits for this bucket's sum only (its slot's event), not for the buckets started
+    // after it, so evicting the oldest slot in backward does not stall on the newer all-reduces.
     const size_t slot = static_cast<size_t>(slot_of[static_cast<size_t>(op.id)]);
+    backend->wait(compute_stream, staging_slots[slot].reduced);
     narrow_bucket({{op.inputs.front(), *contiguous(op.inputs)}}, slot, comm);
     release_staging_slot(op);
   }
@@ -703,6 +713,12 @@ struct Executor::Impl {
     slot.since = ++slot_clock;
     slot_of[static_cast<size_t>(op.id)] = static_cast<int>(pick);
     return pick;
+  }
+  // No bucket in flight (run_micro_step checked): every slot free, no bucket marked as finished early.
+  void forget_staging() {
+    for (StagingSlot& slot : staging_slots) slot.holder = -1;
+    std::fill(slot_of.begin(), slot_of.end(), -1);
+    std::fill(finished_early.begin(), finished_early.end(), 0);
   }
   void release_staging_slot(const Op& op) {
     int& slot = slot_of[static_cast<size_t>(op.id)];

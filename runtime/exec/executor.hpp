@@ -62,8 +62,8 @@ struct MicroStepAbandoned : std::runtime_error {
 // backend). Otherwise every f16/bf16 tensor becomes f32 (the rounding emulation).
 models::TaskGraph storage_graph(const models::TaskGraph& graph, bool stores_16bit);
 // The fp32 staging buffers for 16-bit gradient buckets under overlap_comm: at most this many buckets are
-// widened and in flight at once; starting one more first finishes the oldest (waits for its all-reduce and
-// narrows it). Two: one bucket's sum on the communication stream while the next is widened (double
+// widened and in flight at once; starting one more first finishes the oldest (waits for its all-reduce
+// alone, not the newer ones queued behind it, and narrows it). Two: one bucket's sum on the communication stream while the next is widened (double
 // buffering, as DDP's and Megatron's bucketed all-reduces keep a couple of buckets in flight).
 // docs/executor.md, "Mixed precision".
 inline constexpr int kAllReduceStagingSlots = 2;
