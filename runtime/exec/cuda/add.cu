@@ -10,8 +10,8 @@
 
 namespace ptsim::runtime::cuda {
 
-void launch_add(void* y, std::span<const void* const> xs, int64_t n, ElementStorage storage, cudaStream_t stream) {
-  if (storage != ElementStorage::f32 && xs.size() > static_cast<size_t>(kMaxAddInputs))
+void launch_add(void* y, std::span<const void* const> xs, int64_t n, math::Storage storage, cudaStream_t stream) {
+  if (storage != math::Storage::f32 && xs.size() > static_cast<size_t>(kMaxAddInputs))
     throw std::invalid_argument("launch_add: a 16-bit add takes at most 8 inputs (one rounding of the whole sum)");
   with_storage(storage, [&](auto tag) {
     using S = decltype(tag);

@@ -3,7 +3,7 @@
 // dy = dout·mask/(1−p) while it sums dy's columns for dbias (column_sums.cuh's deterministic chunks: one
 // pass over dout, then the chunk totals in order onto dbias). Masks: dropout_mask.hpp at the flat index,
 // as dropout.cu. Each step (elementwise_steps.hpp) for fp32, bf16 and fp16 storage; the column partial
-// sums stay fp32 (the 16-bit dbias is read, summed in fp32 and stored once by ColumnFinishStep).
+// sums stay fp32 (the 16-bit dbias is read, summed in fp32 and stored once: column_sums.cuh's typed finishing pass).
 #include "runtime/exec/cuda/column_sums.cuh"
 #include "runtime/exec/cuda/elementwise_kernel.cuh"
 #include "runtime/exec/cuda/fused_dropout.hpp"
@@ -12,7 +12,7 @@ namespace ptsim::runtime::cuda {
 
 void launch_bias_dropout_residual_forward(void* out, uint8_t* mask, const void* y, const void* bias,
                                           const void* residual, int64_t M, int64_t N, double p, uint64_t key,
-                                          ElementStorage storage, cudaStream_t stream) {
+                                          math::Storage storage, cudaStream_t stream) {
   const int64_t total = M * N;
   if (total == 0) return;
   const DropoutConstants c = fused_dropout_constants(mask != nullptr, p);
@@ -29,19 +29,14 @@ size_t bias_dropout_residual_backward_scratch_bytes(int64_t M, int64_t N) {
 }
 
 void launch_bias_dropout_residual_backward(void* dy, void* dbias, const void* dout, const uint8_t* mask, int64_t M,
-                                           int64_t N, double p, void* scratch, ElementStorage storage,
+                                           int64_t N, double p, void* scratch, math::Storage storage,
                                            cudaStream_t stream) {
   const float scale = fused_dropout_constants(mask != nullptr, p).scale;
   float* partial = static_cast<float*>(scratch);
-  const int64_t chunks = column_sum_chunks(M);
   with_storage(storage, [&](auto tag) {
     using S = decltype(tag);
-    if (chunks > 0 && N > 0) {
-      const dim3 grid(static_cast<unsigned>((N + kThreads - 1) / kThreads), static_cast<unsigned>(chunks));
-      column_partial_kernel<<<grid, kThreads, 0, stream>>>(
-          partial, DropoutBackwardTerm<S>{typed<S>(dy), typed<S>(dout), mask, scale, N}, M, N);
-    }
-    launch_elementwise(ColumnFinishStep<S>{typed<S>(dbias), partial, chunks, N}, N, stream);
+    column_sums_add<S>(typed<S>(dbias), partial, DropoutBackwardTerm<S>{typed<S>(dy), typed<S>(dout), mask, scale, N},
+                       M, N, stream);
   });
 }
 

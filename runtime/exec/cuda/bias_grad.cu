@@ -6,25 +6,18 @@
 #include "runtime/exec/cuda/rows.hpp"
 
 namespace ptsim::runtime::cuda {
-namespace {
-struct DyTerm {
-  const float* dy;
-  int64_t N;
-  __device__ float operator()(int64_t m, int64_t n) const { return dy[m * N + n]; }
-};
-}  // namespace
 
 size_t column_sums_scratch_bytes(int64_t M, int64_t N) {
   return static_cast<size_t>(column_sum_chunks(M) * N) * sizeof(float);
 }
 
-void launch_bias_grad(float* dbias, const float* dy, int64_t M, int64_t N, void* scratch, cudaStream_t stream) {
-  column_sums_add(dbias, static_cast<float*>(scratch), DyTerm{dy, N}, M, N, stream);
-}
-
-void launch_bias_grad_16bit(uint16_t* dbias, const uint16_t* dy, int64_t M, int64_t N, bool bf16, void* scratch,
-                            cudaStream_t stream) {
-  column_sums_add_16bit(dbias, bf16, static_cast<float*>(scratch), math::Widened16Term{dy, N, bf16}, M, N, stream);
+void launch_bias_grad(void* dbias, const void* dy, int64_t M, int64_t N, math::Storage storage, void* scratch,
+                      cudaStream_t stream) {
+  math::with_storage(storage, [&](auto tag) {
+    using S = decltype(tag);
+    column_sums_add<S>(static_cast<math::Elem<S>*>(dbias), static_cast<float*>(scratch),
+                       math::StoredColumnTerm<S>{static_cast<const math::Elem<S>*>(dy), N}, M, N, stream);
+  });
 }
 
 }  // namespace ptsim::runtime::cuda

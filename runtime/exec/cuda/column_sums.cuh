@@ -2,8 +2,8 @@
 // float atomics (bias_grad.cu, layernorm.cu): pass 1 sums fixed runs of kRowsPerChunk rows per column into
 // partial[chunk][n]; pass 2 adds dst[n] + partial[0][n] + partial[1][n] + … in chunk order. The term per
 // element is a functor (dy itself for bias_grad, dy·x̂ for LayerNorm's dgamma). The per-column steps are
-// math/column_sum_math.hpp's (PTSIM_HD, run by the cpu suite too); pass 2 also comes typed for a 16-bit dst
-// (widened, summed in fp32, rounded once). nvcc only.
+// math/column_sum_math.hpp's (PTSIM_HD, run by the cpu suite too); pass 2 is typed on dst's storage
+// (math/storage.hpp: a 16-bit dst widened, summed in fp32, rounded once). nvcc only.
 #pragma once
 #include <cstdint>
 
@@ -22,16 +22,11 @@ __global__ void column_partial_kernel(float* partial, Term term, int64_t M, int6
   partial[blockIdx.y * N + n] = math::column_chunk_sum(term, blockIdx.y, M, n);
 }
 
-// Templates (on the stored element) so that each .cu including this header gets its own instantiation.
-template <class T>
-__global__ void column_finish_kernel(T* dst, const float* partial, int64_t chunks, int64_t N) {
-  PTSIM_GRID_STRIDE(n, N) { dst[n] = math::column_finish(dst[n], partial, chunks, N, n); }
-}
-
-// dst holds 16-bit (bf16 / binary16) bits: widened, the partials added in fp32, rounded once.
-template <class Bits>
-__global__ void column_finish_16bit_kernel(Bits* dst, bool bf16, const float* partial, int64_t chunks, int64_t N) {
-  PTSIM_GRID_STRIDE(n, N) { dst[n] = math::column_finish_16bit(dst[n], bf16, partial, chunks, N, n); }
+// dst holds storage S (fp32, or 16-bit bits: widened, the partials added in fp32, rounded once). A template,
+// so each .cu including this header gets its own instantiation.
+template <class S>
+__global__ void column_finish_kernel(math::Elem<S>* dst, const float* partial, int64_t chunks, int64_t N) {
+  PTSIM_GRID_STRIDE(n, N) { dst[n] = math::column_finish_stored<S>(dst[n], partial, chunks, N, n); }
 }
 
 template <class Term>
@@ -42,19 +37,11 @@ void column_partials(float* partial, Term term, int64_t M, int64_t N, cudaStream
   column_partial_kernel<<<grid, kThreads, 0, stream>>>(partial, term, M, N);
 }
 
-// dst (N) += Σ_m term(m, n); partial holds column_sum_chunks(M)·N floats.
-template <class Term>
-void column_sums_add(float* dst, float* partial, Term term, int64_t M, int64_t N, cudaStream_t stream) {
+// dst (N, storage S) += Σ_m term(m, n); partial holds column_sum_chunks(M)·N floats.
+template <class S, class Term>
+void column_sums_add(math::Elem<S>* dst, float* partial, Term term, int64_t M, int64_t N, cudaStream_t stream) {
   column_partials(partial, term, M, N, stream);
-  column_finish_kernel<float><<<blocks_for(N), kThreads, 0, stream>>>(dst, partial, column_sum_chunks(M), N);
-}
-
-// The same on a 16-bit dst (bf16 when `bf16`, else binary16 bits).
-template <class Term>
-void column_sums_add_16bit(uint16_t* dst, bool bf16, float* partial, Term term, int64_t M, int64_t N,
-                           cudaStream_t stream) {
-  column_partials(partial, term, M, N, stream);
-  column_finish_16bit_kernel<uint16_t><<<blocks_for(N), kThreads, 0, stream>>>(dst, bf16, partial, column_sum_chunks(M), N);
+  column_finish_kernel<S><<<blocks_for(N), kThreads, 0, stream>>>(dst, partial, column_sum_chunks(M), N);
 }
 
 }  // namespace ptsim::runtime::cuda

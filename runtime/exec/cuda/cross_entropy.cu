@@ -14,8 +14,7 @@
 namespace ptsim::runtime::cuda {
 namespace {
 
-template <class S>
-using Elem = typename S::Elem;
+using math::Elem;
 
 // term[p] = lse − logit[label] (0 for an ignored or bad row); counted[p] = 1 when labelled.
 template <class S>
@@ -85,14 +84,14 @@ size_t cross_entropy_scratch_bytes(int64_t P) {
   return static_cast<size_t>(P) * (sizeof(double) + sizeof(int32_t)) + 16;
 }
 
-void launch_cross_entropy_forward(math::RowStorage storage, float* loss, float* lse, const void* logits,
+void launch_cross_entropy_forward(math::Storage storage, float* loss, float* lse, const void* logits,
                                   const int32_t* labels, int64_t P, int64_t C, int64_t valid, void* scratch,
                                   DeviceError* error, cudaStream_t stream) {
   const int64_t V = math::effective_classes(C, valid);
   auto* term = static_cast<double*>(scratch);
   auto* counted = reinterpret_cast<int32_t*>(term + P);
   if (P > 0)
-    math::with_row_storage(storage, [&](auto tag) {
+    math::with_storage(storage, [&](auto tag) {
       using S = decltype(tag);
       cross_entropy_rows_kernel<S><<<static_cast<unsigned>(P), kThreads, 0, stream>>>(
           lse, term, counted, static_cast<const Elem<S>*>(logits), labels, C, V, error);
@@ -100,13 +99,13 @@ void launch_cross_entropy_forward(math::RowStorage storage, float* loss, float* 
   cross_entropy_mean_kernel<<<1, 1, 0, stream>>>(loss, term, counted, P);
 }
 
-void launch_cross_entropy_backward(math::RowStorage storage, void* dlogits, const float* dloss, const void* logits,
+void launch_cross_entropy_backward(math::Storage storage, void* dlogits, const float* dloss, const void* logits,
                                    const int32_t* labels, const float* lse, int64_t P, int64_t C, int64_t valid,
                                    void* scratch, DeviceError* error, cudaStream_t stream) {
   const int64_t V = math::effective_classes(C, valid);
   auto* scale = static_cast<float*>(scratch);
   cross_entropy_scale_kernel<<<1, kThreads, 0, stream>>>(scale, dloss, labels, P, V, error);
-  math::with_row_storage(storage, [&](auto tag) {
+  math::with_storage(storage, [&](auto tag) {
     using S = decltype(tag);
     cross_entropy_backward_kernel<S><<<blocks_for(P * C), kThreads, 0, stream>>>(
         static_cast<Elem<S>*>(dlogits), scale, static_cast<const Elem<S>*>(logits), labels, lse, P, C, V);

@@ -46,6 +46,7 @@
 #include "runtime/exec/cuda/optimizer.hpp"
 #include "runtime/exec/cuda/rows.hpp"
 #include "runtime/exec/dropout_mask.hpp"
+#include "runtime/exec/math/storage_dtype.hpp"  // defines: storage_of_16bit
 #include "runtime/exec/op_shape_checks.hpp"
 #include "runtime/exec/optimizer_plan.hpp"
 
@@ -105,21 +106,21 @@ class CudaBackend final : public cuda::CudaDevice {
         cuda::check_launch(models::to_string(op.kind));
         return;
       }
-      if (const std::optional<math::RowStorage> rows = cuda::native_row_storage(g, op)) {
-        launch(g, op, in, out, context, cuda::ElementStorage::f32, *rows);  // the row kernels on the stored operands (native_16bit_rows.hpp)
+      if (const std::optional<math::Storage> rows = cuda::native_row_storage(g, op)) {
+        launch(g, op, in, out, context, *rows);  // the row kernels on the stored operands (native_16bit_rows.hpp)
         cuda::check_launch(models::to_string(op.kind));
         return;
       }
     } else if (boundary_.prepare(g, op, in, out, compute_stream())) {
-      launch(g, op, boundary_.inputs(), boundary_.outputs(), context, cuda::ElementStorage::f32);
+      launch(g, op, boundary_.inputs(), boundary_.outputs(), context, math::Storage::f32);
       cuda::check_launch(models::to_string(op.kind));
       boundary_.finish(compute_stream());
       return;
     }
     // Native here: an elementwise kernel on its 16-bit storage (native_16bit_elementwise.hpp), or the bias_grad.
     launch(g, op, in, out, context,
-           native ? cuda::native_16bit_elementwise_storage(g, op).value_or(cuda::ElementStorage::f32)
-                  : cuda::ElementStorage::f32);
+           native ? cuda::native_16bit_elementwise_storage(g, op).value_or(math::Storage::f32)
+                  : math::Storage::f32);
     cuda::check_launch(models::to_string(op.kind));
   }
 
@@ -182,11 +183,10 @@ class CudaBackend final : public cuda::CudaDevice {
   float* bias_grad_part_ = nullptr;  // device, bias_grad_part_elements_ floats
   int64_t bias_grad_part_elements_ = 0;
 
-  // `st`: the storage of an elementwise op's float operands (16-bit when it runs natively), else f32.
-  // `rows`: the storage of the row kernels' data operands (math/row_storage.hpp): fp32 on fp32 operands and
-  // on the boundary's scratch; the op's 16-bit dtype when run() gives it the storage itself.
+  // `st`: the storage of the op's float operands (math/storage.hpp): the 16-bit dtype when run() gives an
+  // elementwise or row kernel the stored operands, else f32 (fp32 operands, the boundary's scratch).
   void launch(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out,
-              const OpContext& context, cuda::ElementStorage st, math::RowStorage rows = math::RowStorage::f32) {
+              const OpContext& context, math::Storage st) {
     auto x = [&](size_t i) { return static_cast<const float*>(in[i]); };
     auto ids = [&](size_t i) { return static_cast<const int32_t*>(in[i]); };
     auto y = [&](size_t i) { return static_cast<float*>(out[i]); };
@@ -201,7 +201,7 @@ class CudaBackend final : public cuda::CudaDevice {
       }
       case OpKind::embedding_backward: {  // dy (M,H), ids (M) → dtable (V,H) +=
         const auto& table = g.tensor(op.outputs[0]).shape;
-        segments_add(rows, out[0], in[0], ids(1), elements(g, op.inputs[1]), table.at(1), table.at(0),
+        segments_add(st, out[0], in[0], ids(1), elements(g, op.inputs[1]), table.at(1), table.at(0),
                      cuda::DeviceErrorKind::token_id);
         break;
       }
@@ -219,11 +219,11 @@ class CudaBackend final : public cuda::CudaDevice {
         const int64_t N = elements(g, op.outputs[0]), M = elements(g, op.inputs[0]) / N;
         if (pending_matches(op, stored_inputs_)) {  // the previous GEMM's epilogue summed dy (stored addresses)
           const void* terms[] = {y(0), bias_grad_part_};
-          cuda::launch_add(y(0), terms, N, cuda::ElementStorage::f32, s);
+          cuda::launch_add(y(0), terms, N, math::Storage::f32, s);
           pending_ = {};
           break;
         }
-        cuda::launch_bias_grad(y(0), x(0), M, N, scratch(cuda::column_sums_scratch_bytes(M, N)), s);
+        cuda::launch_bias_grad(y(0), x(0), M, N, math::Storage::f32, scratch(cuda::column_sums_scratch_bytes(M, N)), s);
         break;
       }
       case OpKind::add: {
@@ -233,26 +233,26 @@ class CudaBackend final : public cuda::CudaDevice {
       }
       case OpKind::layernorm: {  // x (M,N), gamma, beta → y, mean (M), rstd (M)
         const int64_t N = last_dim(g, op.inputs[0]);
-        cuda::launch_layernorm_forward(rows, out[0], y(1), y(2), in[0], in[1], in[2], elements(g, op.inputs[0]) / N,
+        cuda::launch_layernorm_forward(st, out[0], y(1), y(2), in[0], in[1], in[2], elements(g, op.inputs[0]) / N,
                                        N, a.epsilon, s);
         break;
       }
       case OpKind::layernorm_backward: {  // dy, x, gamma, mean, rstd → dx, dgamma +=, dbeta +=
         const int64_t N = last_dim(g, op.inputs[1]), M = elements(g, op.inputs[1]) / N;
-        cuda::launch_layernorm_backward(rows, out[0], out[1], out[2], in[0], in[1], in[2], x(3), x(4), M, N,
+        cuda::launch_layernorm_backward(st, out[0], out[1], out[2], in[0], in[1], in[2], x(3), x(4), M, N,
                                         scratch(2 * cuda::column_sums_scratch_bytes(M, N)), s);
         break;
       }
       case OpKind::softmax: {  // scores (B·nh,S,S), (mask (B,S)) → probs
         const int64_t cols = last_dim(g, op.inputs[0]);
-        cuda::launch_softmax_forward(rows, out[0], in[0], elements(g, op.inputs[0]) / cols, cols,
+        cuda::launch_softmax_forward(st, out[0], in[0], elements(g, op.inputs[0]) / cols, cols,
                                      in.size() > 1 ? ids(1) : nullptr, a.heads > 0 ? a.heads : 1,
                                      a.seq > 0 ? a.seq : cols, a.causal, s);
         break;
       }
       case OpKind::softmax_backward: {  // dprobs, probs → dscores
         const int64_t cols = last_dim(g, op.inputs[1]);
-        cuda::launch_softmax_backward(rows, out[0], in[0], in[1], elements(g, op.inputs[1]) / cols, cols, s);
+        cuda::launch_softmax_backward(st, out[0], in[0], in[1], elements(g, op.inputs[1]) / cols, cols, s);
         break;
       }
       case OpKind::dropout: {  // x → y, mask (u8)
@@ -268,7 +268,7 @@ class CudaBackend final : public cuda::CudaDevice {
       case OpKind::softmax_dropout: {  // scores, (mask (B,S)) → dropped, probs, mask (u8)
         const int64_t cols = last_dim(g, op.inputs[0]);
         const uint64_t key = dropout_key(context.seed, context.step, context.micro_step, a.rng_stream);
-        cuda::launch_softmax_dropout_forward(rows, out[0], out[1], static_cast<uint8_t*>(out[2]), in[0],
+        cuda::launch_softmax_dropout_forward(st, out[0], out[1], static_cast<uint8_t*>(out[2]), in[0],
                                              elements(g, op.inputs[0]) / cols, cols, in.size() > 1 ? ids(1) : nullptr,
                                              a.heads > 0 ? a.heads : 1, a.seq > 0 ? a.seq : cols, a.causal,
                                              a.dropout_p, key, s);
@@ -276,7 +276,7 @@ class CudaBackend final : public cuda::CudaDevice {
       }
       case OpKind::softmax_dropout_backward: {  // ddropped, probs, mask → dscores
         const int64_t cols = last_dim(g, op.inputs[1]);
-        cuda::launch_softmax_dropout_backward(rows, out[0], in[0], in[1], static_cast<const uint8_t*>(in[2]),
+        cuda::launch_softmax_dropout_backward(st, out[0], in[0], in[1], static_cast<const uint8_t*>(in[2]),
                                               elements(g, op.inputs[1]) / cols, cols, a.dropout_p, s);
         break;
       }
@@ -321,19 +321,19 @@ class CudaBackend final : public cuda::CudaDevice {
         const int64_t N = last_dim(g, op.outputs[0]);
         const int64_t M = elements(g, op.outputs[0]) / N;
         PTSIM_CUDA_CHECK(cudaMemsetAsync(y(0), 0, static_cast<size_t>(M * N) * sizeof(float), s));
-        segments_add(math::RowStorage::f32, out[0], in[0], ids(1), elements(g, op.inputs[1]), N, M,
+        segments_add(math::Storage::f32, out[0], in[0], ids(1), elements(g, op.inputs[1]), N, M,
                      cuda::DeviceErrorKind::gather_index);
         break;
       }
       case OpKind::cross_entropy: {  // logits (P,C), labels (P) → loss (1), lse (P)
         const int64_t C = last_dim(g, op.inputs[0]), P = elements(g, op.inputs[0]) / C;
-        cuda::launch_cross_entropy_forward(rows, y(0), y(1), in[0], ids(1), P, C, a.valid_classes,
+        cuda::launch_cross_entropy_forward(st, y(0), y(1), in[0], ids(1), P, C, a.valid_classes,
                                            scratch(cuda::cross_entropy_scratch_bytes(P)), device_error(), s);
         break;
       }
       case OpKind::cross_entropy_backward: {  // dloss (1), logits, labels, lse → dlogits
         const int64_t C = last_dim(g, op.inputs[1]), P = elements(g, op.inputs[1]) / C;
-        cuda::launch_cross_entropy_backward(rows, out[0], x(0), in[1], ids(2), x(3), P, C, a.valid_classes, scratch(16),
+        cuda::launch_cross_entropy_backward(st, out[0], x(0), in[1], ids(2), x(3), P, C, a.valid_classes, scratch(16),
                                             device_error(), s);
         break;
       }
@@ -355,9 +355,8 @@ class CudaBackend final : public cuda::CudaDevice {
   // epilogue wrote them: that pairing needs an fp32 dbias (docs/cuda-backend.md, "16-bit GEMMs").
   void bias_grad_16bit(const TaskGraph& g, const Op& op, std::span<void* const> in, std::span<void* const> out) {
     const int64_t N = elements(g, op.outputs[0]), M = N > 0 ? elements(g, op.inputs[0]) / N : 0;
-    cuda::launch_bias_grad_16bit(static_cast<uint16_t*>(out[0]), static_cast<const uint16_t*>(in[0]), M, N,
-                                 g.tensor(op.outputs[0]).dtype == models::DType::bf16,
-                                 scratch(cuda::column_sums_scratch_bytes(M, N)), compute_stream());
+    cuda::launch_bias_grad(out[0], in[0], M, N, *math::storage_of_16bit(g.tensor(op.outputs[0]).dtype),
+                           scratch(cuda::column_sums_scratch_bytes(M, N)), compute_stream());
   }
 
   // A gemm / batched_gemm on 16-bit operands (gemm_types.hpp: runs_16bit_natively said yes).
@@ -457,7 +456,7 @@ class CudaBackend final : public cuda::CudaDevice {
   }
 
   // dst[index[m]] += src[m] (rows of H in `storage`), deterministically (row_segments.cu).
-  void segments_add(math::RowStorage storage, void* dst, const void* src, const int32_t* index, int64_t M, int64_t H,
+  void segments_add(math::Storage storage, void* dst, const void* src, const int32_t* index, int64_t M, int64_t H,
                     int64_t V, cuda::DeviceErrorKind bad) {
     const size_t bytes = cuda::row_segments_scratch_bytes(M, V);
     cuda::launch_row_segments_add(storage, dst, src, index, M, H, V, bad, scratch(bytes), bytes, device_error(),

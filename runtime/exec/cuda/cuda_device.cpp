@@ -5,6 +5,7 @@
 #include <cublas_v2.h>
 #include <fmt/format.h>
 
+#include <optional>
 #include <new>
 #include <stdexcept>
 
@@ -15,6 +16,7 @@
 #include "runtime/exec/cuda/cuda_check.hpp"
 #include "runtime/exec/cuda/convert_16bit.hpp"
 #include "runtime/exec/cuda/vector_ops.hpp"
+#include "runtime/exec/math/storage_dtype.hpp"  // defines: storage_of
 #include "runtime/exec/precision.hpp"
 
 namespace ptsim::runtime {
@@ -218,10 +220,8 @@ double CudaDevice::read_norm_result() {
   return result;
 }
 
-math::TailStorage tail_storage(models::DType dtype) {
-  if (dtype == models::DType::f32) return math::TailStorage::f32;
-  if (dtype == models::DType::f16) return math::TailStorage::f16;
-  if (dtype == models::DType::bf16) return math::TailStorage::bf16;
+math::Storage tail_storage(models::DType dtype) {
+  if (const std::optional<math::Storage> s = math::storage_of(dtype)) return *s;
   throw std::logic_error("cuda backend: step-tail arrays are f32, f16 or bf16 only");
 }
 

@@ -14,14 +14,14 @@
 #include "runtime/comm/cuda_stream_source.hpp"
 #include "runtime/exec/backend.hpp"
 #include "runtime/exec/cuda/device_error.hpp"
-#include "runtime/exec/math/scaled_read.hpp"  // defines: TailStorage
+#include "runtime/exec/math/scaled_read.hpp"  // defines: Storage
 
 namespace ptsim::runtime::cuda {
 
 // Also a CudaStreamSource: the NCCL communicator (runtime/comm/nccl_communicator.*) enqueues its
 // all-reduces on the native stream behind a ptsim Stream.
 // How a kernel takes an array of `dtype` (f32, f16 or bf16; throws std::logic_error for others).
-math::TailStorage tail_storage(models::DType dtype);
+math::Storage tail_storage(models::DType dtype);
 
 class CudaDevice : public Backend, public CudaStreamSource {
  public:

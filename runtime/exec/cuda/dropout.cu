@@ -7,7 +7,7 @@
 namespace ptsim::runtime::cuda {
 
 void launch_dropout_forward(void* y, uint8_t* mask, const void* x, int64_t n, double p, uint64_t key,
-                            ElementStorage storage, cudaStream_t stream) {
+                            math::Storage storage, cudaStream_t stream) {
   const DropoutConstants c = dropout_constants(p);
   with_storage(storage, [&](auto tag) {
     using S = decltype(tag);
@@ -17,7 +17,7 @@ void launch_dropout_forward(void* y, uint8_t* mask, const void* x, int64_t n, do
 }
 
 void launch_dropout_backward(void* dx, const void* dy, const uint8_t* mask, int64_t n, double p,
-                             ElementStorage storage, cudaStream_t stream) {
+                             math::Storage storage, cudaStream_t stream) {
   const float scale = dropout_constants(p).scale;
   with_storage(storage, [&](auto tag) {
     using S = decltype(tag);

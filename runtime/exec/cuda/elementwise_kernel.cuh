@@ -1,6 +1,6 @@
 // runtime/exec/cuda/elementwise_kernel.cuh — the one grid-stride kernel every elementwise step
-// (elementwise_steps.hpp) runs in, and the dispatch from an ElementStorage to its storage tag, so each op's
-// launcher instantiates its step for fp32, bf16 and fp16 storage. nvcc only.
+// (elementwise_steps.hpp) runs in, and the typed pointers its launchers pass; with math/storage.hpp's
+// with_storage each op's launcher instantiates its step for fp32, bf16 and fp16 storage. nvcc only.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -20,16 +20,6 @@ __global__ void elementwise_kernel(Step step, int64_t n) {
 template <class Step>
 void launch_elementwise(const Step& step, int64_t n, cudaStream_t stream) {
   elementwise_kernel<<<blocks_for(n), kThreads, 0, stream>>>(step, n);
-}
-
-// f(tag) with the storage tag of `storage` (F32Storage, Bf16Storage or F16Storage).
-template <class F>
-void with_storage(ElementStorage storage, F&& f) {
-  switch (storage) {
-    case ElementStorage::f32: f(F32Storage{}); return;
-    case ElementStorage::bf16: f(Bf16Storage{}); return;
-    case ElementStorage::f16: f(F16Storage{}); return;
-  }
 }
 
 // A storage-typed pointer from a launcher's untyped one.

@@ -15,32 +15,17 @@
 #include "runtime/exec/dropout_mask.hpp"
 #include "runtime/exec/math/activation_math.hpp"
 #include "runtime/exec/math/fused_dropout_math.hpp"
-#include "runtime/exec/math/half_bits.hpp"
 #include "runtime/exec/math/norm_math.hpp"
+#include "runtime/exec/math/storage.hpp"
 
 namespace ptsim::runtime::cuda {
 
-// The storage of an elementwise kernel's float operands (models::DType is host-only).
-enum class ElementStorage : int32_t { f32 = 0, bf16 = 1, f16 = 2 };
-
-struct F32Storage {
-  using Element = float;
-  PTSIM_HD static float load(const float* p, int64_t i) { return p[i]; }
-  PTSIM_HD static void store(float* p, int64_t i, float v) { p[i] = v; }
-};
-struct Bf16Storage {
-  using Element = uint16_t;
-  PTSIM_HD static float load(const uint16_t* p, int64_t i) { return math::bf16_to_float(p[i]); }
-  PTSIM_HD static void store(uint16_t* p, int64_t i, float v) { p[i] = math::float_to_bf16(v); }
-};
-struct F16Storage {
-  using Element = uint16_t;
-  PTSIM_HD static float load(const uint16_t* p, int64_t i) { return math::f16_to_float(p[i]); }
-  PTSIM_HD static void store(uint16_t* p, int64_t i, float v) { p[i] = math::float_to_f16(v); }
-};
-
-template <class S>
-using Elem = typename S::Element;
+// The storage tag and its load/store structs are math/storage.hpp's (one set for every kernel).
+using math::Bf16Storage;
+using math::Elem;
+using math::F16Storage;
+using math::F32Storage;
+using math::with_storage;
 
 // ---- activations (activation.cu) ----
 
@@ -175,19 +160,6 @@ struct DropoutBackwardTerm {
     const float v = math::dropout_apply(S::load(dout, i), mask == nullptr || mask[i] != 0, scale);
     S::store(dy, i, v);
     return v;
-  }
-};
-// dst[n] += partial[0][n] + partial[1][n] + … in chunk order, in fp32 from dst's stored value, stored once:
-// column_sums.cuh's finishing pass over a dst of storage S (dbias +=).
-template <class S>
-struct ColumnFinishStep {
-  Elem<S>* dst;
-  const float* partial;
-  int64_t chunks, N;
-  PTSIM_HD void operator()(int64_t n) const {
-    float s = S::load(dst, n);
-    for (int64_t c = 0; c < chunks; ++c) s += partial[c * N + n];
-    S::store(dst, n, s);
   }
 };
 

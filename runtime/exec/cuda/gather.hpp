@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "runtime/exec/cuda/device_error.hpp"
-#include "runtime/exec/cuda/elementwise_steps.hpp"  // defines: ElementStorage
+#include "runtime/exec/cuda/elementwise_steps.hpp"  // defines: math::Storage
 #include "runtime/exec/math/row_storage.hpp"
 
 namespace ptsim::runtime::cuda {
@@ -19,13 +19,13 @@ namespace ptsim::runtime::cuda {
 size_t row_segments_scratch_bytes(int64_t M, int64_t V);
 // dst[index[m]] += src[m] for m in [0, M) (rows of H values in `storage`, math/row_storage.hpp; repeated
 // targets add in m order, in fp32, each touched dst value rounded once).
-void launch_row_segments_add(math::RowStorage storage, void* dst, const void* src, const int32_t* index, int64_t M,
+void launch_row_segments_add(math::Storage storage, void* dst, const void* src, const int32_t* index, int64_t M,
                              int64_t H, int64_t V, DeviceErrorKind bad_index, void* scratch, size_t scratch_bytes,
                              DeviceError* error, cudaStream_t stream);
 
 // y (P,N) = x (M,N)[index (P)]: embedding forward (x = the table (V,H), index = the token ids, bad_index
-// token_id) and gather_rows forward (bad_index gather_index). x and y of one ElementStorage.
+// token_id) and gather_rows forward (bad_index gather_index). x and y of one math::Storage.
 void launch_gather_rows(void* y, const void* x, const int32_t* index, int64_t P, int64_t M, int64_t N,
-                        DeviceErrorKind bad_index, DeviceError* error, ElementStorage storage, cudaStream_t stream);
+                        DeviceErrorKind bad_index, DeviceError* error, math::Storage storage, cudaStream_t stream);
 
 }  // namespace ptsim::runtime::cuda

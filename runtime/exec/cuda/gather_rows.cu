@@ -16,7 +16,7 @@ __global__ void gather_rows_kernel(GatherRowsStep<S> step, int64_t P, DeviceErro
 }  // namespace
 
 void launch_gather_rows(void* y, const void* x, const int32_t* index, int64_t P, int64_t M, int64_t N,
-                        DeviceErrorKind bad_index, DeviceError* error, ElementStorage storage, cudaStream_t stream) {
+                        DeviceErrorKind bad_index, DeviceError* error, math::Storage storage, cudaStream_t stream) {
   with_storage(storage, [&](auto tag) {
     using S = decltype(tag);
     gather_rows_kernel<S><<<blocks_for(P * N), kThreads, 0, stream>>>(

@@ -6,14 +6,14 @@
 
 namespace ptsim::runtime::cuda {
 
-void launch_split_heads(void* y, const void* x, int64_t B, int64_t S, int64_t nh, int64_t d, ElementStorage storage,
+void launch_split_heads(void* y, const void* x, int64_t B, int64_t S, int64_t nh, int64_t d, math::Storage storage,
                         cudaStream_t stream) {
   with_storage(storage, [&](auto tag) {
     using T = decltype(tag);
     launch_elementwise(SplitHeadsStep<T>{typed<T>(y), typed<T>(x), S, nh, d}, B * S * nh * d, stream);
   });
 }
-void launch_merge_heads(void* y, const void* x, int64_t B, int64_t S, int64_t nh, int64_t d, ElementStorage storage,
+void launch_merge_heads(void* y, const void* x, int64_t B, int64_t S, int64_t nh, int64_t d, math::Storage storage,
                         cudaStream_t stream) {
   with_storage(storage, [&](auto tag) {
     using T = decltype(tag);

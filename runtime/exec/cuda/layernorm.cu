@@ -11,8 +11,7 @@
 namespace ptsim::runtime::cuda {
 namespace {
 
-template <class S>
-using Elem = typename S::Elem;
+using math::Elem;
 
 template <class S>
 __global__ void layernorm_forward_kernel(Elem<S>* y, float* mean, float* rstd, const Elem<S>* x,
@@ -71,40 +70,13 @@ struct DgammaTerm {
     return S::load(dy[m * N + n]) * math::layernorm_xhat(S::load(x[m * N + n]), mean[m], rstd[m]);
   }
 };
-template <class S>
-struct DbetaTerm {
-  const Elem<S>* dy;
-  int64_t N;
-  __device__ float operator()(int64_t m, int64_t n) const { return S::load(dy[m * N + n]); }
-};
-
-// dst[n] = store(load(dst[n]) + partial[0][n] + partial[1][n] + …): column_finish_kernel's order on a typed
-// dst (for fp32 the same operations).
-template <class S>
-__global__ void column_finish_stored_kernel(Elem<S>* dst, const float* partial, int64_t chunks, int64_t N) {
-  PTSIM_GRID_STRIDE(n, N) {
-    dst[n] = math::accumulate_stored<S>(dst[n], chunks, [&](int64_t c) { return partial[c * N + n]; });
-  }
-}
-
-// dst (N) += Σ_m term(m, n) into a typed dst: column_sums_add's two passes.
-template <class S, class Term>
-void column_sums_add_stored(Elem<S>* dst, float* partial, Term term, int64_t M, int64_t N, cudaStream_t stream) {
-  const int64_t chunks = column_sum_chunks(M);
-  if (chunks > 0 && N > 0) {
-    const dim3 grid(static_cast<unsigned>((N + kThreads - 1) / kThreads), static_cast<unsigned>(chunks));
-    column_partial_kernel<<<grid, kThreads, 0, stream>>>(partial, term, M, N);
-  }
-  column_finish_stored_kernel<S><<<blocks_for(N), kThreads, 0, stream>>>(dst, partial, chunks, N);
-}
-
 }  // namespace
 
-void launch_layernorm_forward(math::RowStorage storage, void* y, float* mean, float* rstd, const void* x,
+void launch_layernorm_forward(math::Storage storage, void* y, float* mean, float* rstd, const void* x,
                               const void* gamma, const void* beta, int64_t M, int64_t N, double eps,
                               cudaStream_t stream) {
   if (M == 0) return;
-  math::with_row_storage(storage, [&](auto tag) {
+  math::with_storage(storage, [&](auto tag) {
     using S = decltype(tag);
     layernorm_forward_kernel<S><<<static_cast<unsigned>(M), kThreads, 0, stream>>>(
         static_cast<Elem<S>*>(y), mean, rstd, static_cast<const Elem<S>*>(x), static_cast<const Elem<S>*>(gamma),
@@ -112,10 +84,10 @@ void launch_layernorm_forward(math::RowStorage storage, void* y, float* mean, fl
   });
 }
 
-void launch_layernorm_backward(math::RowStorage storage, void* dx, void* dgamma, void* dbeta, const void* dy,
+void launch_layernorm_backward(math::Storage storage, void* dx, void* dgamma, void* dbeta, const void* dy,
                                const void* x, const void* gamma, const float* mean, const float* rstd, int64_t M,
                                int64_t N, void* scratch, cudaStream_t stream) {
-  math::with_row_storage(storage, [&](auto tag) {
+  math::with_storage(storage, [&](auto tag) {
     using S = decltype(tag);
     const auto* dy_s = static_cast<const Elem<S>*>(dy);
     const auto* x_s = static_cast<const Elem<S>*>(x);
@@ -123,10 +95,9 @@ void launch_layernorm_backward(math::RowStorage storage, void* dx, void* dgamma,
       layernorm_dx_kernel<S><<<static_cast<unsigned>(M), kThreads, 0, stream>>>(
           static_cast<Elem<S>*>(dx), dy_s, x_s, static_cast<const Elem<S>*>(gamma), mean, rstd, N);
     float* partial = static_cast<float*>(scratch);
-    column_sums_add_stored<S>(static_cast<Elem<S>*>(dgamma), partial, DgammaTerm<S>{dy_s, x_s, mean, rstd, N}, M, N,
-                              stream);
-    column_sums_add_stored<S>(static_cast<Elem<S>*>(dbeta), partial + column_sum_chunks(M) * N,
-                              DbetaTerm<S>{dy_s, N}, M, N, stream);
+    column_sums_add<S>(static_cast<Elem<S>*>(dgamma), partial, DgammaTerm<S>{dy_s, x_s, mean, rstd, N}, M, N, stream);
+    column_sums_add<S>(static_cast<Elem<S>*>(dbeta), partial + column_sum_chunks(M) * N,
+                       math::StoredColumnTerm<S>{dy_s, N}, M, N, stream);
   });
 }
 

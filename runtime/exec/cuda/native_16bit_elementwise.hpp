@@ -11,7 +11,8 @@
 #include <optional>
 
 #include "models/task_graph.hpp"
-#include "runtime/exec/cuda/elementwise_steps.hpp"  // defines: ElementStorage, kMaxAddInputs
+#include "runtime/exec/cuda/elementwise_steps.hpp"  // defines: kMaxAddInputs
+#include "runtime/exec/math/storage_dtype.hpp"  // defines: storage_of_16bit
 
 namespace ptsim::runtime::cuda {
 
@@ -40,7 +41,7 @@ inline bool is_native_16bit_elementwise_kind(models::OpKind kind) {
 // The storage of `op`'s float operands (graph: dtypes as stored) when its typed kernel takes them as they
 // are: one 16-bit type for all of them. nullopt: an op outside this set, fp32 storage, mixed float types,
 // or an add with more inputs than one launch takes.
-inline std::optional<ElementStorage> native_16bit_elementwise_storage(const models::TaskGraph& g, const models::Op& op) {
+inline std::optional<math::Storage> native_16bit_elementwise_storage(const models::TaskGraph& g, const models::Op& op) {
   using models::DType;
   if (!is_native_16bit_elementwise_kind(op.kind)) return std::nullopt;
   if (op.kind == models::OpKind::add && op.inputs.size() > static_cast<size_t>(kMaxAddInputs)) return std::nullopt;
@@ -55,9 +56,7 @@ inline std::optional<ElementStorage> native_16bit_elementwise_storage(const mode
   for (int id : op.inputs) visit(id);
   for (int id : op.outputs) visit(id);
   if (mixed || !common) return std::nullopt;
-  if (*common == DType::bf16) return ElementStorage::bf16;
-  if (*common == DType::f16) return ElementStorage::f16;
-  return std::nullopt;
+  return math::storage_of_16bit(*common);
 }
 
 inline bool elementwise_runs_16bit_natively(const models::TaskGraph& g, const models::Op& op) {

@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "models/task_graph.hpp"
-#include "runtime/exec/math/row_storage.hpp"
+#include "runtime/exec/math/storage_dtype.hpp"  // defines: storage_of_16bit
 
 namespace ptsim::runtime::cuda {
 
@@ -41,7 +41,7 @@ inline std::optional<RowOperandRoles> row_operand_roles(models::OpKind kind) {
 
 // The storage of `op`'s data operands when its typed row kernel takes the op as stored; nullopt when the
 // op is not a row op, its data is fp32, or its operand dtypes are a mix the kernels do not take.
-inline std::optional<math::RowStorage> native_row_storage(const models::TaskGraph& g, const models::Op& op) {
+inline std::optional<math::Storage> native_row_storage(const models::TaskGraph& g, const models::Op& op) {
   using models::DType;
   const std::optional<RowOperandRoles> roles = row_operand_roles(op.kind);
   if (!roles || op.inputs.empty() || op.outputs.size() != roles->outputs.size() ||
@@ -52,7 +52,7 @@ inline std::optional<math::RowStorage> native_row_storage(const models::TaskGrap
     const DType t = g.tensor(tensor).dtype;
     switch (role) {
       case 'D':
-        if (t != DType::bf16 && t != DType::f16) return false;
+        if (!math::storage_of_16bit(t)) return false;
         if (!data) data = t;
         return t == *data;
       case 'F': return t == DType::f32;
@@ -72,7 +72,7 @@ inline std::optional<math::RowStorage> native_row_storage(const models::TaskGrap
   for (size_t i = 0; i < op.outputs.size(); ++i)
     if (!fits(roles->outputs[i], op.outputs[i])) return std::nullopt;
   if (!data) return std::nullopt;
-  return *data == DType::bf16 ? math::RowStorage::bf16 : math::RowStorage::f16;
+  return math::storage_of_16bit(*data);
 }
 
 // True when the CUDA backend's typed row kernel runs `op` on its 16-bit operands as stored

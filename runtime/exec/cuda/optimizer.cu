@@ -48,7 +48,7 @@ struct DeviceTensor {
   float* v;
   int64_t first_chunk, chunks;
   int32_t decay;
-  math::TailStorage grad_storage;
+  math::Storage grad_storage;
 };
 
 namespace {

@@ -13,7 +13,7 @@
 #include <span>
 #include <vector>
 
-#include "runtime/exec/math/scaled_read.hpp"  // defines: TailStorage
+#include "runtime/exec/math/scaled_read.hpp"  // defines: Storage
 #include "runtime/exec/optimizer_plan.hpp"
 #include "runtime/optim/optimizer_math.hpp"  // defines: Hyperparameters
 #include "runtime/optim/step_scalars.hpp"    // defines: StepScalars
@@ -28,7 +28,7 @@ struct OptimizerTensorAddresses {
   float* state[2] = {nullptr, nullptr};
   size_t elements = 0;
   bool decay = true;
-  math::TailStorage grad_storage = math::TailStorage::f32;
+  math::Storage grad_storage = math::Storage::f32;
   bool operator==(const OptimizerTensorAddresses& o) const {
     return weight == o.weight && grad == o.grad && state[0] == o.state[0] && state[1] == o.state[1] &&
            elements == o.elements && decay == o.decay && grad_storage == o.grad_storage;

@@ -63,7 +63,7 @@ size_t row_segments_scratch_bytes(int64_t M, int64_t V) {
   return 4 * aligned(static_cast<size_t>(M) * sizeof(int32_t)) + aligned(sort_temp_bytes(M, V));
 }
 
-void launch_row_segments_add(math::RowStorage storage, void* dst, const void* src, const int32_t* index, int64_t M,
+void launch_row_segments_add(math::Storage storage, void* dst, const void* src, const int32_t* index, int64_t M,
                              int64_t H, int64_t V, DeviceErrorKind bad_index, void* scratch, size_t scratch_bytes,
                              DeviceError* error, cudaStream_t stream) {
   if (M == 0) return;
@@ -79,7 +79,7 @@ void launch_row_segments_add(math::RowStorage storage, void* dst, const void* sr
   check_launch("segment_keys");
   PTSIM_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys_out, rows_in, rows_out,
                                                    static_cast<int>(M), 0, key_bits(V), stream));
-  math::with_row_storage(storage, [&](auto tag) {
+  math::with_storage(storage, [&](auto tag) {
     using S = decltype(tag);
     segment_add_kernel<S><<<static_cast<unsigned>(M), kThreads, 0, stream>>>(
         static_cast<typename S::Elem*>(dst), static_cast<const typename S::Elem*>(src), keys_out, rows_out, M, H, V);

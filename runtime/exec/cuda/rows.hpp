@@ -18,51 +18,49 @@ namespace ptsim::runtime::cuda {
 // Scratch for dbias/dgamma/dbeta column sums over M rows of N columns.
 size_t column_sums_scratch_bytes(int64_t M, int64_t N);
 
-// dbias (N) += column sums of dy (M,N).
-void launch_bias_grad(float* dbias, const float* dy, int64_t M, int64_t N, void* scratch, cudaStream_t stream);
-// The same on 16-bit storage (bf16 when `bf16`, else binary16 bits; dy and dbias of that one type): each dy
-// element widened, Σ in fp32 in column_sums' order added to the widened dbias, rounded once — the bits of the
-// op boundary around launch_bias_grad. scratch: column_sums_scratch_bytes(M, N).
-void launch_bias_grad_16bit(uint16_t* dbias, const uint16_t* dy, int64_t M, int64_t N, bool bf16, void* scratch,
-                            cudaStream_t stream);
+// dbias (N) += column sums of dy (M,N), both of `storage`: on 16-bit storage each dy element widened, Σ in
+// fp32 in column_sums' order added to the widened dbias, rounded once — the bits of the op boundary around
+// the fp32 sums. scratch: column_sums_scratch_bytes(M, N).
+void launch_bias_grad(void* dbias, const void* dy, int64_t M, int64_t N, math::Storage storage, void* scratch,
+                      cudaStream_t stream);
 
 // Per row of x (M,N): fp32 mean and rstd = 1/sqrt(biased var + eps); y = x̂·gamma + beta.
-void launch_layernorm_forward(math::RowStorage storage, void* y, float* mean, float* rstd, const void* x,
+void launch_layernorm_forward(math::Storage storage, void* y, float* mean, float* rstd, const void* x,
                               const void* gamma, const void* beta, int64_t M, int64_t N, double eps,
                               cudaStream_t stream);
 // dx = rstd·(g − mean(g) − x̂·mean(g·x̂)); dgamma += Σ dy·x̂, dbeta += Σ dy (column sums, deterministic).
 // scratch: 2·column_sums_scratch_bytes(M, N).
-void launch_layernorm_backward(math::RowStorage storage, void* dx, void* dgamma, void* dbeta, const void* dy,
+void launch_layernorm_backward(math::Storage storage, void* dx, void* dgamma, void* dbeta, const void* dy,
                                const void* x, const void* gamma, const float* mean, const float* rstd, int64_t M,
                                int64_t N, void* scratch, cudaStream_t stream);
 
 // probs = softmax of each row of scores (rows, cols) over its allowed keys (padding mask `keep` (B,S) or
 // null, heads, seq, causal), masked keys exactly 0, all-masked rows all 0.
-void launch_softmax_forward(math::RowStorage storage, void* probs, const void* scores, int64_t rows, int64_t cols,
+void launch_softmax_forward(math::Storage storage, void* probs, const void* scores, int64_t rows, int64_t cols,
                             const int32_t* keep, int64_t heads, int64_t seq, bool causal, cudaStream_t stream);
-void launch_softmax_backward(math::RowStorage storage, void* dscores, const void* dprobs, const void* probs,
+void launch_softmax_backward(math::Storage storage, void* dscores, const void* dprobs, const void* probs,
                              int64_t rows, int64_t cols, cudaStream_t stream);
 
 // Per row of scores (rows, cols): probs = softmax over the allowed keys (padding mask `keep` (B,S) or null,
 // heads, seq, causal: softmax.cu's rules); dropped = probs·keep/(1−p); mask = keep (u8). The masks are
 // dropout_mask.hpp's at the unfused dropout op's element indices (the contract of cpu_fused_dropout.hpp).
-void launch_softmax_dropout_forward(math::RowStorage storage, void* dropped, void* probs, uint8_t* mask,
+void launch_softmax_dropout_forward(math::Storage storage, void* dropped, void* probs, uint8_t* mask,
                                     const void* scores, int64_t rows, int64_t cols, const int32_t* keep,
                                     int64_t heads, int64_t seq, bool causal, double p, uint64_t key,
                                     cudaStream_t stream);
 // dscores = probs·(dp − Σ dp·probs) per row, dp = ddropped·mask/(1−p).
-void launch_softmax_dropout_backward(math::RowStorage storage, void* dscores, const void* ddropped, const void* probs,
+void launch_softmax_dropout_backward(math::Storage storage, void* dscores, const void* ddropped, const void* probs,
                                      const uint8_t* mask, int64_t rows, int64_t cols, double p, cudaStream_t stream);
 
 // Scratch for cross_entropy_forward over P rows.
 size_t cross_entropy_scratch_bytes(int64_t P);
 // lse (P) over the valid classes; loss (1) = mean of lse − logit[label] over labelled rows (summed in row
 // order in double, as the CPU). Labels outside [−1, valid) are reported through `error`.
-void launch_cross_entropy_forward(math::RowStorage storage, float* loss, float* lse, const void* logits,
+void launch_cross_entropy_forward(math::Storage storage, float* loss, float* lse, const void* logits,
                                   const int32_t* labels, int64_t P, int64_t C, int64_t valid, void* scratch,
                                   DeviceError* error, cudaStream_t stream);
 // dlogits = dloss/n_labelled·(softmax − onehot) on labelled rows and valid classes, else 0.
-void launch_cross_entropy_backward(math::RowStorage storage, void* dlogits, const float* dloss, const void* logits,
+void launch_cross_entropy_backward(math::Storage storage, void* dlogits, const float* dloss, const void* logits,
                                    const int32_t* labels, const float* lse, int64_t P, int64_t C, int64_t valid,
                                    void* scratch, DeviceError* error, cudaStream_t stream);
 

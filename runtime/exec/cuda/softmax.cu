@@ -15,8 +15,7 @@
 namespace ptsim::runtime::cuda {
 namespace {
 
-template <class S>
-using Elem = typename S::Elem;
+using math::Elem;
 
 template <class S>
 __global__ void softmax_forward_kernel(Elem<S>* probs, const Elem<S>* scores, int64_t cols, const int32_t* keep,
@@ -73,20 +72,20 @@ int threads_for(int64_t cols) { return cols <= 128 ? 128 : kThreads; }
 
 }  // namespace
 
-void launch_softmax_forward(math::RowStorage storage, void* probs, const void* scores, int64_t rows, int64_t cols,
+void launch_softmax_forward(math::Storage storage, void* probs, const void* scores, int64_t rows, int64_t cols,
                             const int32_t* keep, int64_t heads, int64_t seq, bool causal, cudaStream_t stream) {
   if (rows == 0) return;
-  math::with_row_storage(storage, [&](auto tag) {
+  math::with_storage(storage, [&](auto tag) {
     using S = decltype(tag);
     softmax_forward_kernel<S><<<static_cast<unsigned>(rows), threads_for(cols), 0, stream>>>(
         static_cast<Elem<S>*>(probs), static_cast<const Elem<S>*>(scores), cols, keep, heads, seq, causal);
   });
 }
 
-void launch_softmax_backward(math::RowStorage storage, void* dscores, const void* dprobs, const void* probs,
+void launch_softmax_backward(math::Storage storage, void* dscores, const void* dprobs, const void* probs,
                              int64_t rows, int64_t cols, cudaStream_t stream) {
   if (rows == 0) return;
-  math::with_row_storage(storage, [&](auto tag) {
+  math::with_storage(storage, [&](auto tag) {
     using S = decltype(tag);
     softmax_backward_kernel<S><<<static_cast<unsigned>(rows), threads_for(cols), 0, stream>>>(
         static_cast<Elem<S>*>(dscores), static_cast<const Elem<S>*>(dprobs), static_cast<const Elem<S>*>(probs),

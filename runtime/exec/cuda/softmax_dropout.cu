@@ -15,8 +15,7 @@
 namespace ptsim::runtime::cuda {
 namespace {
 
-template <class S>
-using Elem = typename S::Elem;
+using math::Elem;
 
 struct DropoutArgs {
   uint64_t key;
@@ -80,7 +79,7 @@ int threads_for(int64_t cols) { return cols <= 128 ? 128 : kThreads; }
 
 }  // namespace
 
-void launch_softmax_dropout_forward(math::RowStorage storage, void* dropped, void* probs, uint8_t* mask,
+void launch_softmax_dropout_forward(math::Storage storage, void* dropped, void* probs, uint8_t* mask,
                                     const void* scores, int64_t rows, int64_t cols, const int32_t* keep,
                                     int64_t heads, int64_t seq, bool causal, double p, uint64_t key,
                                     cudaStream_t stream) {
@@ -88,7 +87,7 @@ void launch_softmax_dropout_forward(math::RowStorage storage, void* dropped, voi
   const bool drop_all = p >= 1.0;
   const DropoutArgs drop{key, drop_all ? 0 : dropout_threshold(std::max(p, 0.0)), math::dropout_scale<float>(p),
                          drop_all};
-  math::with_row_storage(storage, [&](auto tag) {
+  math::with_storage(storage, [&](auto tag) {
     using S = decltype(tag);
     softmax_dropout_forward_kernel<S><<<static_cast<unsigned>(rows), threads_for(cols), 0, stream>>>(
         static_cast<Elem<S>*>(dropped), static_cast<Elem<S>*>(probs), mask, static_cast<const Elem<S>*>(scores), cols,
@@ -96,10 +95,10 @@ void launch_softmax_dropout_forward(math::RowStorage storage, void* dropped, voi
   });
 }
 
-void launch_softmax_dropout_backward(math::RowStorage storage, void* dscores, const void* ddropped, const void* probs,
+void launch_softmax_dropout_backward(math::Storage storage, void* dscores, const void* ddropped, const void* probs,
                                      const uint8_t* mask, int64_t rows, int64_t cols, double p, cudaStream_t stream) {
   if (rows == 0) return;
-  math::with_row_storage(storage, [&](auto tag) {
+  math::with_storage(storage, [&](auto tag) {
     using S = decltype(tag);
     softmax_dropout_backward_kernel<S><<<static_cast<unsigned>(rows), threads_for(cols), 0, stream>>>(
         static_cast<Elem<S>*>(dscores), static_cast<const Elem<S>*>(ddropped), static_cast<const Elem<S>*>(probs),

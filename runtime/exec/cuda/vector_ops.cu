@@ -30,7 +30,7 @@ struct Fp32Read {
 // The elements of an f32/f16/bf16 array widened and multiplied by factor (scaled_read.hpp).
 struct ScaledRead {
   const void* x;
-  math::TailStorage kind;
+  math::Storage kind;
   float factor;
   __device__ float operator()(int64_t i) const { return math::scaled_element(x, kind, i, factor); }
 };
@@ -89,7 +89,7 @@ void launch_sum_of_squares(double* out, double* partials, const float* x, size_t
   launch_chunk_squares(out, partials, Fp32Read{x}, n, chunk, stream);
 }
 
-void launch_scaled_sum_of_squares(double* out, double* partials, const void* x, math::TailStorage kind, float factor,
+void launch_scaled_sum_of_squares(double* out, double* partials, const void* x, math::Storage kind, float factor,
                                   size_t n, size_t chunk, cudaStream_t stream) {
   launch_chunk_squares(out, partials, ScaledRead{x, kind, factor}, n, chunk, stream);
 }

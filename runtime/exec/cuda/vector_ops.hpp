@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-#include "runtime/exec/math/scaled_read.hpp"  // defines: TailStorage
+#include "runtime/exec/math/scaled_read.hpp"  // defines: Storage
 
 namespace ptsim::runtime::cuda {
 
@@ -18,7 +18,7 @@ void launch_sum_of_squares(double* out, double* partials, const float* x, size_t
                            cudaStream_t stream);
 // The same sum over math::scaled_element(x, kind, i, factor) (f32/f16/bf16 widened, times factor in fp32):
 // the CPU's scaled_sum_of_squares_host bits (cpu_16bit_vectors.hpp).
-void launch_scaled_sum_of_squares(double* out, double* partials, const void* x, math::TailStorage kind, float factor,
+void launch_scaled_sum_of_squares(double* out, double* partials, const void* x, math::Storage kind, float factor,
                                   size_t n, size_t chunk, cudaStream_t stream);
 // x ← the nearest bf16 (bf16) or fp16 value, ties to even (the GPU's own conversions).
 void launch_round_to_16bit(float* x, size_t n, bool bf16, cudaStream_t stream);

@@ -1,8 +1,8 @@
 // runtime/exec/math/row_storage.hpp — how the CUDA row kernels (layernorm.cu, softmax.cu, softmax_dropout.cu,
 // cross_entropy.cu, row_segments.cu) read and write a tensor in its stored dtype (fp32, bfloat16 or binary16
-// bits), so that under 16-bit storage they skip the op boundary with the boundary's bits: a load is the exact
-// widening and a store the one round-to-nearest-even of math/half_bits.hpp (the functions the boundary's
-// conversion kernels call); everything in between stays the fp32 kernel's maths. PTSIM_HD, so the cpu suite
+// bits), so that under 16-bit storage they skip the op boundary with the boundary's bits: loads and stores
+// are math/storage.hpp's (the exact widening, one round-to-nearest-even narrowing); everything in between
+// stays the fp32 kernel's maths. PTSIM_HD, so the cpu suite
 // runs the typed element functions below against widen → fp32 → narrow (tests/runtime/exec/
 // test_native16_rows.cpp). Design: docs/cuda-backend.md, "16-bit storage".
 #pragma once
@@ -10,39 +10,10 @@
 
 #include "core/host_device.hpp"
 #include "runtime/exec/math/fused_dropout_math.hpp"
-#include "runtime/exec/math/half_bits.hpp"
 #include "runtime/exec/math/norm_math.hpp"
+#include "runtime/exec/math/storage.hpp"  // defines: Storage, F32Storage, Bf16Storage, F16Storage
 
 namespace ptsim::runtime::math {
-
-// The stored type of a row kernel's data operands (its statistics, losses, ids and masks keep their own).
-enum class RowStorage : uint8_t { f32, bf16, f16 };
-
-struct F32Storage {
-  using Elem = float;
-  PTSIM_HD static float load(float v) { return v; }
-  PTSIM_HD static float store(float v) { return v; }
-};
-struct Bf16Storage {
-  using Elem = uint16_t;
-  PTSIM_HD static float load(uint16_t v) { return bf16_to_float(v); }
-  PTSIM_HD static uint16_t store(float v) { return float_to_bf16(v); }
-};
-struct F16Storage {
-  using Elem = uint16_t;
-  PTSIM_HD static float load(uint16_t v) { return f16_to_float(v); }
-  PTSIM_HD static uint16_t store(float v) { return float_to_f16(v); }
-};
-
-// Calls f(tag) with the storage tag of `s` (one instantiation per stored type).
-template <class F>
-inline void with_row_storage(RowStorage s, F&& f) {
-  switch (s) {
-    case RowStorage::bf16: f(Bf16Storage{}); return;
-    case RowStorage::f16: f(F16Storage{}); return;
-    case RowStorage::f32: f(F32Storage{}); return;
-  }
-}
 
 // The typed element maths: load each stored operand, the fp32 formula of norm_math.hpp /
 // fused_dropout_math.hpp, store the result once.

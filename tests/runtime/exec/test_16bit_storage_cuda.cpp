@@ -37,7 +37,7 @@
 #include <cuda_runtime_api.h>
 
 #include "runtime/exec/cuda/convert_16bit.hpp"
-#include "runtime/exec/cuda/rows.hpp"  // defines: launch_bias_grad, launch_bias_grad_16bit
+#include "runtime/exec/cuda/rows.hpp"  // defines: launch_bias_grad
 #endif
 
 using namespace ptsim;
@@ -111,7 +111,7 @@ TEST_CASE("CUDA 16-bit conversions: narrowing the fp32 sweep is the CPU's narrow
   }
 }
 
-// The native 16-bit bias gradient (launch_bias_grad_16bit) against the boundary it replaces on the same GPU
+// The native 16-bit bias gradient (launch_bias_grad on 16-bit storage) against the boundary it replaces on the same GPU
 // (widen dy and dbias, the fp32 launch_bias_grad, narrow): the same bits by construction
 // (math/column_sum_math.hpp; the cpu suite checks the steps on host, test_column_sum_math.cpp), so no
 // tolerance. M = 389 spans four 128-row chunks, N = 67 is odd; dbias starts non-zero.
@@ -131,10 +131,11 @@ TEST_CASE("CUDA bias_grad on 16-bit storage: the native kernel gives the boundar
     dy.upload(dy16);
     native.upload(db16);
     boundary.upload(db16);
-    runtime::cuda::launch_bias_grad_16bit(native.data, dy.data, M, N, bf16, scratch.data, nullptr);
+    runtime::cuda::launch_bias_grad(native.data, dy.data, M, N, bf16 ? runtime::math::Storage::bf16 : runtime::math::Storage::f16,
+                                    scratch.data, nullptr);
     runtime::cuda::launch_widen_16bit(dy32.data, dy.data, dy16.size(), bf16, nullptr);
     runtime::cuda::launch_widen_16bit(db32.data, boundary.data, db16.size(), bf16, nullptr);
-    runtime::cuda::launch_bias_grad(db32.data, dy32.data, M, N, scratch.data, nullptr);
+    runtime::cuda::launch_bias_grad(db32.data, dy32.data, M, N, runtime::math::Storage::f32, scratch.data, nullptr);
     runtime::cuda::launch_narrow_16bit(boundary.data, db32.data, db16.size(), bf16, nullptr);
     require_cuda(cudaDeviceSynchronize(), "bias_grad");
     const std::vector<uint16_t> got = native.download(), want = boundary.download();

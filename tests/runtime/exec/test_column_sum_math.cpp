@@ -21,6 +21,7 @@
 #include "runtime/exec/cpu_16bit_boundary.hpp"
 #include "runtime/exec/cuda/bias_grad_16bit.hpp"
 #include "runtime/exec/math/column_sum_math.hpp"
+#include "runtime/exec/math/storage_dtype.hpp"  // defines: dtype_of
 #include "runtime/exec/precision.hpp"
 
 using namespace ptsim::runtime;
@@ -55,38 +56,33 @@ TaskGraph bias_grad_graph(int64_t M, int64_t N, DType dy_type, DType dbias_type)
   return g;
 }
 
-struct F32Term {
-  const float* dy;
-  int64_t N;
-  float operator()(int64_t m, int64_t n) const { return dy[m * N + n]; }
-};
-
 // The CUDA fp32 kernel's column sums (column_sums.cuh) on host: dst += Σ_m dy(m, ·), chunked.
 void f32_column_sums(float* dst, const float* dy, int64_t M, int64_t N) {
   const int64_t chunks = math::column_sum_chunks(M);
   std::vector<float> partial(static_cast<size_t>(chunks * N));
   for (int64_t c = 0; c < chunks; ++c)
-    for (int64_t n = 0; n < N; ++n) partial[static_cast<size_t>(c * N + n)] = math::column_chunk_sum(F32Term{dy, N}, c, M, n);
+    for (int64_t n = 0; n < N; ++n) partial[static_cast<size_t>(c * N + n)] = math::column_chunk_sum(math::StoredColumnTerm<math::F32Storage>{dy, N}, c, M, n);
   for (int64_t n = 0; n < N; ++n) dst[n] = math::column_finish(dst[n], partial.data(), chunks, N, n);
 }
 
-// The typed step, as bias_grad.cu runs it: partials of widened dy, then column_finish_16bit per column.
-// double_round: the variant that narrows Σ dy to 16 bits before adding it (must disagree somewhere).
+// The typed step, as bias_grad.cu runs it on storage S: partials of widened dy, then column_finish_stored
+// per column. double_round: the variant that narrows Σ dy to 16 bits before adding it (must disagree somewhere).
+template <class S>
 std::vector<uint16_t> typed_bias_grad(std::vector<uint16_t> dbias, const std::vector<uint16_t>& dy, int64_t M,
-                                      int64_t N, bool bf16, bool double_round = false) {
+                                      int64_t N, bool double_round = false) {
   const int64_t chunks = math::column_sum_chunks(M);
   std::vector<float> partial(static_cast<size_t>(chunks * N));
-  const math::Widened16Term term{dy.data(), N, bf16};
+  const math::StoredColumnTerm<S> term{dy.data(), N};
   for (int64_t c = 0; c < chunks; ++c)
     for (int64_t n = 0; n < N; ++n) partial[static_cast<size_t>(c * N + n)] = math::column_chunk_sum(term, c, M, n);
   for (int64_t n = 0; n < N; ++n) {
     auto& d = dbias[static_cast<size_t>(n)];
     if (!double_round) {
-      d = math::column_finish_16bit(d, bf16, partial.data(), chunks, N, n);
+      d = math::column_finish_stored<S>(d, partial.data(), chunks, N, n);
       continue;
     }
-    const uint16_t sum16 = math::narrow_16bit_element(math::column_finish(0.0f, partial.data(), chunks, N, n), bf16);
-    d = math::narrow_16bit_element(math::widen_16bit_element(d, bf16) + math::widen_16bit_element(sum16, bf16), bf16);
+    const uint16_t sum16 = S::store(math::column_finish(0.0f, partial.data(), chunks, N, n));
+    d = S::store(S::load(d) + S::load(sum16));
   }
   return dbias;
 }
@@ -107,11 +103,12 @@ std::vector<uint16_t> boundary_bias_grad(std::vector<uint16_t> dbias, std::vecto
 }
 
 // 16-bit patterns of values in ±4 (dy) / ±64 (dbias), rounded from fp32 as the boundary rounds.
-std::vector<uint16_t> random_16bit(size_t n, float scale, bool bf16, uint32_t seed) {
+template <class S>
+std::vector<uint16_t> random_16bit(size_t n, float scale, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-scale, scale);
   std::vector<uint16_t> v(n);
-  for (auto& h : v) h = math::narrow_16bit_element(u(rng), bf16);
+  for (auto& h : v) h = S::store(u(rng));
   return v;
 }
 
@@ -129,52 +126,51 @@ const Case kCases[] = {{1, 7}, {77, 33}, {128, 5}, {389, 67}};
 
 }  // namespace
 
-TEST_CASE("bias_grad on 16-bit storage: the typed column sums give the op boundary's bits (bf16, fp16)") {
-  for (const DType dtype : {DType::bf16, DType::f16}) {
-    const bool bf16 = dtype == DType::bf16;
-    size_t double_rounded_differ = 0, compared = 0;
-    for (const Case c : kCases) {
-      const auto dy = random_16bit(static_cast<size_t>(c.M * c.N), 4.0f, bf16, 11u + static_cast<uint32_t>(c.M));
-      const auto dbias = random_16bit(static_cast<size_t>(c.N), 64.0f, bf16, 5u + static_cast<uint32_t>(c.N));
-      const auto want = boundary_bias_grad(dbias, dy, c.M, c.N, dtype, f32_column_sums);
-      const auto got = typed_bias_grad(dbias, dy, c.M, c.N, bf16);
-      CHECK_MESSAGE(differing(got, want) == 0, models::to_string(dtype) << " M=" << c.M << " N=" << c.N);
-      CHECK(differing(want, dbias) > 0);  // the sums changed dbias (the comparison is not of two untouched copies)
-      double_rounded_differ += differing(typed_bias_grad(dbias, dy, c.M, c.N, bf16, true), want);
-      compared += want.size();
-      if (c.M <= math::kRowsPerChunk) {  // one chunk: the CPU backend's own kernel sums in the same order
-        const auto cpu_bits = boundary_bias_grad(dbias, dy, c.M, c.N, dtype, cpu::bias_grad<float>);
-        CHECK_MESSAGE(differing(got, cpu_bits) == 0, "cpu::bias_grad " << models::to_string(dtype) << " M=" << c.M);
-      }
+TEST_CASE_TEMPLATE("bias_grad on 16-bit storage: the typed column sums give the op boundary's bits (bf16, fp16)", S,
+                   math::Bf16Storage, math::F16Storage) {
+  const DType dtype = math::dtype_of<S>();
+  size_t double_rounded_differ = 0, compared = 0;
+  for (const Case c : kCases) {
+    const auto dy = random_16bit<S>(static_cast<size_t>(c.M * c.N), 4.0f, 11u + static_cast<uint32_t>(c.M));
+    const auto dbias = random_16bit<S>(static_cast<size_t>(c.N), 64.0f, 5u + static_cast<uint32_t>(c.N));
+    const auto want = boundary_bias_grad(dbias, dy, c.M, c.N, dtype, f32_column_sums);
+    const auto got = typed_bias_grad<S>(dbias, dy, c.M, c.N);
+    CHECK_MESSAGE(differing(got, want) == 0, models::to_string(dtype) << " M=" << c.M << " N=" << c.N);
+    CHECK(differing(want, dbias) > 0);  // the sums changed dbias (the comparison is not of two untouched copies)
+    double_rounded_differ += differing(typed_bias_grad<S>(dbias, dy, c.M, c.N, true), want);
+    compared += want.size();
+    if (c.M <= math::kRowsPerChunk) {  // one chunk: the CPU backend's own kernel sums in the same order
+      const auto cpu_bits = boundary_bias_grad(dbias, dy, c.M, c.N, dtype, cpu::bias_grad<float>);
+      CHECK_MESSAGE(differing(got, cpu_bits) == 0, "cpu::bias_grad " << models::to_string(dtype) << " M=" << c.M);
     }
-    // A 16-bit Σ dy added to dbias rounds twice: it must lose bits on some of these columns (it did on
-    // 10-50% of them when written; any non-zero count shows the comparison above can fail).
-    CHECK_MESSAGE(double_rounded_differ > 0, models::to_string(dtype) << ": " << compared << " columns compared");
   }
+  // A 16-bit Σ dy added to dbias rounds twice: it must lose bits on some of these columns (it did on
+  // 10-50% of them when written; any non-zero count shows the comparison above can fail).
+  CHECK_MESSAGE(double_rounded_differ > 0, models::to_string(dtype) << ": " << compared << " columns compared");
 }
 
-TEST_CASE("bias_grad on 16-bit storage: NaN, ±Inf and fp16 overflow as the boundary gives them") {
-  for (const DType dtype : {DType::bf16, DType::f16}) {
-    const bool bf16 = dtype == DType::bf16;
-    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-    const int64_t M = 3, N = 5;
-    // Columns: a NaN in dy; +Inf in dy; +Inf and −Inf (NaN); a finite dy into an Inf dbias; three 60000s (fp16
-    // overflows to +Inf in the sum, bf16 does not).
-    const float dyv[M][N] = {{nan, inf, inf, 1.0f, 60000.0f}, {1.0f, 2.0f, -inf, 2.0f, 60000.0f}, {0.5f, 0.5f, 1.0f, 3.0f, 60000.0f}};
-    const float dbv[N] = {1.0f, 1.0f, 1.0f, -inf, 1.0f};
-    std::vector<uint16_t> dy, dbias;
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N; ++n) dy.push_back(math::narrow_16bit_element(dyv[m][n], bf16));
-    for (float v : dbv) dbias.push_back(math::narrow_16bit_element(v, bf16));
-    const auto want = boundary_bias_grad(dbias, dy, M, N, dtype, f32_column_sums);
-    const auto got = typed_bias_grad(dbias, dy, M, N, bf16);
-    CHECK(differing(got, want) == 0);
-    CHECK(std::isnan(math::widen_16bit_element(got[0], bf16)));
-    CHECK(math::widen_16bit_element(got[1], bf16) == inf);
-    CHECK(std::isnan(math::widen_16bit_element(got[2], bf16)));
-    CHECK(math::widen_16bit_element(got[3], bf16) == -inf);
-    CHECK(std::isinf(math::widen_16bit_element(got[4], bf16)) == !bf16);  // 180001 > fp16's 65504
-  }
+TEST_CASE_TEMPLATE("bias_grad on 16-bit storage: NaN, ±Inf and fp16 overflow as the boundary gives them", S,
+                   math::Bf16Storage, math::F16Storage) {
+  const DType dtype = math::dtype_of<S>();
+  const bool bf16 = dtype == DType::bf16;
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const int64_t M = 3, N = 5;
+  // Columns: a NaN in dy; +Inf in dy; +Inf and −Inf (NaN); a finite dy into an Inf dbias; three 60000s (fp16
+  // overflows to +Inf in the sum, bf16 does not).
+  const float dyv[M][N] = {{nan, inf, inf, 1.0f, 60000.0f}, {1.0f, 2.0f, -inf, 2.0f, 60000.0f}, {0.5f, 0.5f, 1.0f, 3.0f, 60000.0f}};
+  const float dbv[N] = {1.0f, 1.0f, 1.0f, -inf, 1.0f};
+  std::vector<uint16_t> dy, dbias;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) dy.push_back(S::store(dyv[m][n]));
+  for (float v : dbv) dbias.push_back(S::store(v));
+  const auto want = boundary_bias_grad(dbias, dy, M, N, dtype, f32_column_sums);
+  const auto got = typed_bias_grad<S>(dbias, dy, M, N);
+  CHECK(differing(got, want) == 0);
+  CHECK(std::isnan(S::load(got[0])));
+  CHECK(S::load(got[1]) == inf);
+  CHECK(std::isnan(S::load(got[2])));
+  CHECK(S::load(got[3]) == -inf);
+  CHECK(std::isinf(S::load(got[4])) == !bf16);  // 180001 > fp16's 65504
 }
 
 TEST_CASE("bias_grad_runs_natively: dy and dbias of one 16-bit type only") {

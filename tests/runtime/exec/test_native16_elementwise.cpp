@@ -29,6 +29,7 @@
 #include "runtime/exec/cuda/elementwise_steps.hpp"
 #include "runtime/exec/cuda/native_16bit_elementwise.hpp"
 #include "runtime/exec/dropout_mask.hpp"
+#include "runtime/exec/math/column_sum_math.hpp"  // the column sums' chunks and typed finishing step
 #include "tests/runtime/exec/native16_elementwise_cases.hpp"
 
 using namespace ptsim;
@@ -37,7 +38,6 @@ using namespace ptsim::runtime::cuda;
 
 namespace {
 
-constexpr int64_t kRowsPerChunk = 128;  // column_sums.cuh's chunk of rows (nvcc-only header)
 
 int64_t elements(const Case& c, int id) { return c.graph.tensor(id).elements(); }
 int64_t last_dim(const Case& c, int id) { return c.graph.tensor(id).shape.back(); }
@@ -90,17 +90,15 @@ RawValues emulate(const Case& c) {
     }
     case OpKind::bias_dropout_residual_backward: {  // column_sums.cuh: chunked fp32 partial sums, then dbias +=
       const bool has_mask = op.inputs.size() > 1;
-      const int64_t N = last_dim(c, op.inputs[0]), M = n0 / N, chunks = (M + kRowsPerChunk - 1) / kRowsPerChunk;
+      const int64_t N = last_dim(c, op.inputs[0]), M = n0 / N, chunks = runtime::math::column_sum_chunks(M);
       const DropoutBackwardTerm<S> term{y(0), x(0), has_mask ? bytes_in(1) : nullptr,
                                         fused_dropout_constants(has_mask, a.dropout_p).scale, N};
       std::vector<float> partial(static_cast<size_t>(chunks * N));
       for (int64_t ch = 0; ch < chunks; ++ch)
-        for (int64_t n = 0; n < N; ++n) {
-          float s = 0.0f;
-          for (int64_t m = ch * kRowsPerChunk; m < std::min(M, (ch + 1) * kRowsPerChunk); ++m) s += term(m, n);
-          partial[static_cast<size_t>(ch * N + n)] = s;
-        }
-      for_each(ColumnFinishStep<S>{y(1), partial.data(), chunks, N}, N);
+        for (int64_t n = 0; n < N; ++n)
+          partial[static_cast<size_t>(ch * N + n)] = runtime::math::column_chunk_sum(term, ch, M, n);
+      for (int64_t n = 0; n < N; ++n)
+        y(1)[n] = runtime::math::column_finish_stored<S>(y(1)[n], partial.data(), chunks, N, n);
       break;
     }
     case OpKind::split_heads: for_each(SplitHeadsStep<S>{y(0), x(0), a.seq, a.heads, a.head_dim}, n0); break;
@@ -277,7 +275,8 @@ TEST_CASE("native 16-bit elementwise predicate: one 16-bit type for every float 
   for (const DType t : {DType::bf16, DType::f16}) {
     for (Case c : cases(t)) {
       const models::Op& op = c.graph.ops.at(0);
-      CHECK(native_16bit_elementwise_storage(c.graph, op) == (t == DType::bf16 ? ElementStorage::bf16 : ElementStorage::f16));
+      const runtime::math::Storage want = t == DType::bf16 ? runtime::math::Storage::bf16 : runtime::math::Storage::f16;
+      CHECK(native_16bit_elementwise_storage(c.graph, op) == want);
       // The same op on fp32 storage: nothing to do natively.
       models::TaskGraph f32 = c.graph;
       for (auto& tensor : f32.tensors)

@@ -23,6 +23,7 @@
 #include "runtime/exec/backend.hpp"
 #include "runtime/exec/cuda/native_16bit_rows.hpp"
 #include "runtime/exec/math/row_storage.hpp"
+#include "runtime/exec/math/storage_dtype.hpp"  // defines: dtype_of
 #include "runtime/exec/precision.hpp"
 #include "tests/runtime/exec/gemm_16bit_support.hpp"
 #include "tests/runtime/exec/half_bits_patterns.hpp"
@@ -54,10 +55,6 @@ uint16_t narrow(float f, DType t) {
   return h;
 }
 
-template <class S>
-DType dtype_of() {
-  return std::is_same_v<S, Bf16Storage> ? DType::bf16 : DType::f16;
-}
 // The other 16-bit type (bf16 ↔ fp16).
 DType other(DType t) { return t == DType::bf16 ? DType::f16 : DType::bf16; }
 
@@ -331,14 +328,14 @@ TEST_CASE("native 16-bit rows: which ops and operand dtypes the typed row kernel
   };
   for (const Row& r : ops) {
     const models::TaskGraph g = graph(r.kind, r.in, r.out);
-    CHECK_MESSAGE(native_row_storage(g, g.ops[0]) == RowStorage::bf16, models::to_string(r.kind));
+    CHECK_MESSAGE(native_row_storage(g, g.ops[0]) == Storage::bf16, models::to_string(r.kind));
     // The same op in fp16: every 16-bit operand f16.
     auto to_h = [&](std::vector<DType> v) {
       for (DType& d : v) d = d == B ? H : d;
       return v;
     };
     const models::TaskGraph gh = graph(r.kind, to_h(r.in), to_h(r.out));
-    CHECK_MESSAGE(native_row_storage(gh, gh.ops[0]) == RowStorage::f16, models::to_string(r.kind));
+    CHECK_MESSAGE(native_row_storage(gh, gh.ops[0]) == Storage::f16, models::to_string(r.kind));
     // fp32 data: nothing to take natively (the fp32 kernels run as they are).
     auto to_f = [&](std::vector<DType> v) {
       for (DType& d : v) d = d == B ? F : d;

@@ -24,7 +24,7 @@ bool same_bits_or_both_nan(float a, float b) {
 }
 
 // Elements of x (n of `dtype`) where scaled_element and fp32_chunk disagree.
-size_t disagreements(const void* x, size_t n, DType dtype, math::TailStorage kind, float factor) {
+size_t disagreements(const void* x, size_t n, DType dtype, math::Storage kind, float factor) {
   std::vector<float> scratch(n);
   const float* chunk = cpu::fp32_chunk(x, dtype, factor, 0, n, scratch.data());
   size_t wrong = 0;
@@ -41,20 +41,20 @@ TEST_CASE("scaled_read: every 16-bit pattern reads as the CPU passes read it") {
   std::vector<uint16_t> all(65536);
   for (uint32_t h = 0; h < 65536; ++h) all[h] = static_cast<uint16_t>(h);
   for (float factor : kFactors) {
-    CHECK(disagreements(all.data(), all.size(), DType::bf16, math::TailStorage::bf16, factor) == 0);
-    CHECK(disagreements(all.data(), all.size(), DType::f16, math::TailStorage::f16, factor) == 0);
+    CHECK(disagreements(all.data(), all.size(), DType::bf16, math::Storage::bf16, factor) == 0);
+    CHECK(disagreements(all.data(), all.size(), DType::f16, math::Storage::f16, factor) == 0);
   }
   // The widening itself is the exact one (0x3c00 is fp16's 1.0, 0x3f80 bf16's; 0x0001 fp16's 2^-24).
-  CHECK(math::widened_element(&all[0x3c00], math::TailStorage::f16, 0) == 1.0f);
-  CHECK(math::widened_element(&all[0x3f80], math::TailStorage::bf16, 0) == 1.0f);
-  CHECK(math::widened_element(&all[0x0001], math::TailStorage::f16, 0) == std::ldexp(1.0f, -24));
+  CHECK(math::load_element(&all[0x3c00], math::Storage::f16, 0) == 1.0f);
+  CHECK(math::load_element(&all[0x3f80], math::Storage::bf16, 0) == 1.0f);
+  CHECK(math::load_element(&all[0x0001], math::Storage::f16, 0) == std::ldexp(1.0f, -24));
 }
 
 TEST_CASE("scaled_read: fp32 gradients read as the CPU passes read them, the factor one fp32 product") {
   const std::vector<uint32_t> bits = ptsim::test::fp32_sweep_patterns();
   for (float factor : kFactors)
-    CHECK(disagreements(bits.data(), bits.size(), DType::f32, math::TailStorage::f32, factor) == 0);
+    CHECK(disagreements(bits.data(), bits.size(), DType::f32, math::Storage::f32, factor) == 0);
   // 3 · fp32(1/3000) rounds once in fp32 (not 1/1000 exactly): the product is the fp32 one, not a double's.
   const float three = 3.0f, factor = static_cast<float>(1.0 / 3000.0);
-  CHECK(math::scaled_element(&three, math::TailStorage::f32, 0, factor) == three * factor);
+  CHECK(math::scaled_element(&three, math::Storage::f32, 0, factor) == three * factor);
 }
