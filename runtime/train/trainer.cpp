@@ -38,6 +38,7 @@
 #include "runtime/exec/math/attention_math.hpp"  // defines: kCudaFusedAttentionMaxHeadDim
 #include "runtime/optim/optimizer.hpp"
 #include "runtime/train/replica_check.hpp"
+#include "runtime/train/train_batches.hpp"
 
 namespace ptsim::runtime {
 
@@ -90,7 +91,8 @@ std::string format_duration(double seconds) {
 // Parameters with one row (or entry) per vocabulary id: stored padded to padded_vocab_size() in the graph,
 // saved with the true vocab size (what transformers' BertForPreTraining expects).
 bool is_vocab_parameter(const std::string& name) {
-  return name == "bert.embeddings.word_embeddings.weight" || name == "cls.predictions.bias";
+  return name == "bert.embeddings.word_embeddings.weight" || name == "cls.predictions.bias" ||
+         name == "transformer.wte.weight";  // GPT-2's tied embedding and LM head
 }
 
 int find_tensor(const models::TaskGraph& g, const std::string& name) {
@@ -160,7 +162,7 @@ LrSchedule make_schedule(const TrainConfig& c) {
 // Everything a resumed run must agree on, as stored in state.json's extra.run. Compared field by field.
 Json run_identity(const TrainConfig& c, const models::TaskGraph& g, uint64_t vocab_hash, int world_size) {
   const models::ModelSpec& m = g.model;
-  return {{"model",
+  Json run = {{"model",
            {{"name", m.name},
             {"num_layers", m.num_layers},
             {"hidden_size", m.hidden_size},
@@ -183,6 +185,9 @@ Json run_identity(const TrainConfig& c, const models::TaskGraph& g, uint64_t voc
           {"clipping", c.clipping},
           {"shuffle", c.shuffle},
           {"seed", c.seed}};
+  // GPT-2 runs only (BERT checkpoints written before GPT-2 existed lack the key): what the data cursor counts.
+  if (m.family == models::ModelFamily::gpt2) run["objective"] = "causal_lm";
+  return run;
 }
 
 }  // namespace
@@ -283,9 +288,16 @@ class Trainer {
     dataset_ = data::PretrainingDataset::open(c_.data_dir, open_options);
 
     models::ModelSpec model = models::load_model(c_.model);
-    if (model.family != models::ModelFamily::bert)
-      throw InputError(fmt::format("ptsim train: model '{}' is {}; ptsim train runs BERT pretraining (MLM + NSP) only",
+    if (model.family == models::ModelFamily::llama)
+      throw InputError(fmt::format("ptsim train: model '{}' is {}; ptsim train runs BERT (MLM + NSP) and GPT-2 (causal "
+                                   "LM) pretraining",
                                    c_.model, models::to_string(model.family)));
+    causal_lm_ = model.family == models::ModelFamily::gpt2;
+    if (causal_lm_ && dataset_->seq_len() > model.max_position_embeddings)
+      throw InputError(fmt::format("ptsim train: dataset '{}' has seq_len {}, more than {}'s {} position embeddings "
+                                   "(prepare the data with --seq-len <= {}, or a model with more positions)",
+                                   c_.data_dir, dataset_->seq_len(), model.name, model.max_position_embeddings,
+                                   model.max_position_embeddings));
     // The tokenizer decides the vocabulary: the model's embedding and decoder take the dataset's vocab size
     // (the shards record it; it equals the line count of DIR/vocab.txt).
     model_vocab_before_ = model.vocab_size;
@@ -298,7 +310,7 @@ class Trainer {
     recipe.grad_accum = c_.grad_accum;
     recipe.optimizer = c_.optimizer;
     recipe.data_parallel = world_;
-    recipe.max_predictions = dataset_->max_predictions();
+    if (!causal_lm_) recipe.max_predictions = dataset_->max_predictions();  // GPT-2: a label at every position
     recipe.include_dropout = c_.dropout;
     recipe.fused_attention = c_.fused_attention;  // same maths, no S×S tensors (docs/executor.md)
     recipe.fused_softmax_dropout = c_.fused_softmax_dropout;
@@ -351,6 +363,7 @@ class Trainer {
     executor_->init_parameters(c_.seed);
     zero_vocab_padding();
     for (auto [name, slot] : {std::pair{"cls.predictions.loss", &mlm_tensor_}, std::pair{"cls.seq_relationship.loss", &nsp_tensor_}}) {
+      if (causal_lm_) break;  // GPT-2: the loss is the LM loss, nothing to split
       const int id = find_tensor(*graph_, name);
       *slot = executor_->has_scalar_output(id) ? id : -1;  // the executor keeps every cross-entropy loss
     }
@@ -369,8 +382,8 @@ class Trainer {
     lo.world_size = world_;
     lo.seed = c_.seed;
     lo.shuffle = c_.shuffle;
-    loader_ = std::make_unique<data::BatchLoader>(*dataset_, lo);
-    if (loader_->instances_per_epoch() == 0)
+    loader_ = std::make_unique<TrainBatches>(*dataset_, causal_lm_, lo);
+    if (loader_->per_epoch() == 0)
       throw InputError(fmt::format("ptsim train: dataset '{}' has {} instances, fewer than the {} ranks", c_.data_dir,
                                    dataset_->num_instances(), world_));
   }
@@ -480,15 +493,15 @@ class Trainer {
     const long long offset = r.require_int("offset");
     if (epoch < 0) r.fail("epoch", "an epoch count >= 0");
     if (offset < 0) r.fail("offset", "an instance offset >= 0");
-    const uint64_t per_rank = loader_->instances_per_epoch();
+    const uint64_t per_rank = loader_->per_epoch();
     const uint64_t taken = static_cast<uint64_t>(ckpt.step) * static_cast<uint64_t>(c_.micro_batch * c_.grad_accum);
     data::LoaderCursor expected{taken / per_rank, taken % per_rank};
     data::LoaderCursor lc{static_cast<uint64_t>(epoch), static_cast<uint64_t>(offset)};
     if (!(lc == expected))
       throw InputError(fmt::format("{}: extra.data is epoch {} offset {}, but after step {} of micro-batch {} × "
-                                   "accumulation {} over {} instances per rank it must be epoch {} offset {} (corrupt "
+                                   "accumulation {} over {} {} per rank it must be epoch {} offset {} (corrupt "
                                    "checkpoint, or another dataset)",
-                                   state_path, epoch, offset, ckpt.step, c_.micro_batch, c_.grad_accum, per_rank,
+                                   state_path, epoch, offset, ckpt.step, c_.micro_batch, c_.grad_accum, per_rank, loader_->unit(),
                                    expected.epoch, expected.offset));
     return lc;
   }
@@ -546,7 +559,8 @@ class Trainer {
                     {"elapsed_seconds", elapsed_before_ + seconds_between(t_start_, Clock::now())},
                     {"last_loss", last_loss_}};
       if (!replica_hash.empty()) extra["replica_state_hash"] = replica_hash;  // the same on every rank (checked)
-      const CheckpointExtraFile config[] = {{"config.json", hf_bert_config(graph_->model).dump(2) + "\n"}};
+      const Json hf_config = causal_lm_ ? hf_gpt2_config(graph_->model) : hf_bert_config(graph_->model);
+      const CheckpointExtraFile config[] = {{"config.json", hf_config.dump(2) + "\n"}};
       const std::string dir = save_checkpoint(c_.checkpoint_dir, step, views, optimizer_->save_state(), extra, config);
       summary_.checkpoint = dir;
       if (progress_) fmt::print(progress_, "checkpoint {}\n", dir);
@@ -574,28 +588,10 @@ class Trainer {
     return core::fnv1a64(&lc.offset, sizeof lc.offset, h);
   }
 
-  void fill_inputs(const data::PretrainingBatch& b) {
+  // The next micro-batch into the graph's data inputs, and dLoss/dloss.
+  void fill_inputs() {
+    loader_->fill_next(static_cast<int32_t>(c_.micro_batch), *graph_, *executor_);
     const auto& in = graph_->inputs;
-    auto copy = [&](int tensor, const std::vector<int32_t>& values, const char* what) {
-      const auto want = static_cast<size_t>(graph_->tensor(tensor).elements());
-      if (want != values.size())
-        throw std::logic_error(fmt::format("input {}: graph holds {} values, the batch has {}", what, want, values.size()));
-      executor_->write_tensor<int32_t>(tensor, values);
-    };
-    copy(in.input_ids, b.input_ids, "input_ids");
-    copy(in.token_type_ids, b.token_type_ids, "token_type_ids");
-    copy(in.attention_mask, b.attention_mask, "attention_mask");
-    copy(in.masked_positions, b.masked_positions, "masked_positions");
-    copy(in.masked_labels, b.masked_labels, "masked_labels");
-    copy(in.nsp_labels, b.nsp_labels, "nsp_labels");
-    std::vector<int32_t> pos(static_cast<size_t>(b.batch_size) * static_cast<size_t>(b.seq_len));
-    std::vector<int32_t> cls(static_cast<size_t>(b.batch_size));
-    for (int32_t r = 0; r < b.batch_size; ++r) {
-      for (int32_t s = 0; s < b.seq_len; ++s) pos[static_cast<size_t>(r * b.seq_len + s)] = s;
-      cls[static_cast<size_t>(r)] = r * b.seq_len;  // [CLS] is each row's first token
-    }
-    copy(in.position_ids, pos, "position_ids");
-    copy(in.cls_positions, cls, "cls_positions");
     // dLoss/dloss of one micro-step: the step's loss is the mean over micro-steps, times the loss scale
     // (fp16; 1 otherwise), which the step tail divides out of the gradients again.
     const float loss_grad = static_cast<float>(scaler_->scale() / static_cast<double>(c_.grad_accum));
@@ -620,14 +616,13 @@ class Trainer {
     const models::ModelSpec& m = graph_->model;
     fmt::print(progress_,
                "ptsim train: {} (L={} H={} A={}, vocab {} from the data{}; {:.2f}M parameters)\n"
-               "  data {} ({} instances, seq {}, {} predictions/seq)\n"
+               "  data {} {}\n"
                "  batch {} × accum {} × {} rank(s) = {} sequences/step; {} lr {} ({} schedule, warmup {}); {} steps; "
                "dropout {}; seed {}\n"
                "  precision {}\n",
                m.name, m.num_layers, m.hidden_size, m.num_heads, m.vocab_size,
                m.vocab_size != model_vocab_before_ ? fmt::format(", model file says {}", model_vocab_before_) : "",
-               static_cast<double>(graph_->parameter_count()) / 1e6, c_.data_dir, dataset_->num_instances(),
-               dataset_->seq_len(), dataset_->max_predictions(), c_.micro_batch, c_.grad_accum, world_,
+               static_cast<double>(graph_->parameter_count()) / 1e6, c_.data_dir, loader_->describe(), c_.micro_batch, c_.grad_accum, world_,
                c_.micro_batch * c_.grad_accum * world_, models::to_string(c_.optimizer), c_.lr, to_string(c_.schedule),
                c_.warmup, c_.steps, c_.dropout ? "on" : "off", c_.seed, precision_description());
     std::fflush(progress_);
@@ -643,7 +638,6 @@ class Trainer {
     const double sequences_per_step = static_cast<double>(c_.micro_batch * c_.grad_accum * world_);
     Communicator* step_comm = world_ > 1 ? &comm_ : nullptr;
 
-    data::PretrainingBatch batch;
     std::vector<double> first_step_op_seconds;
     double measured_seconds = 0;
     int64_t measured_steps = 0;
@@ -660,8 +654,7 @@ class Trainer {
       bool abandoned = false;
       try {
         for (int64_t micro = 0; micro < c_.grad_accum; ++micro) {
-          loader_->next_batch(static_cast<int32_t>(c_.micro_batch), batch);
-          fill_inputs(batch);
+          fill_inputs();
           loss_sum += executor_->run_micro_step(step, micro, step_comm);  // the last one starts the buckets' sums
           if (mlm_tensor_ >= 0) mlm_sum += executor_->scalar_output(mlm_tensor_);
           if (nsp_tensor_ >= 0) nsp_sum += executor_->scalar_output(nsp_tensor_);
@@ -711,17 +704,21 @@ class Trainer {
       const double elapsed = elapsed_before_ + seconds_between(t_start_, t1);
       const double rate_seconds = measured_steps > 0 ? measured_seconds / static_cast<double>(measured_steps) : step_seconds;
       if (rank_ == 0) {
-        Json line = {{"step", step},
-                     {"loss", loss},
-                     {"mlm_loss", have_parts ? Json(mlm_loss) : Json(nullptr)},
-                     {"nsp_loss", have_parts ? Json(nsp_loss) : Json(nullptr)},
-                     {"lr", lr},
+        Json line = {{"step", step}, {"loss", loss}};
+        if (causal_lm_) {  // GPT-2: the loss is the LM loss (mean over every position's next token)
+          line["lm_loss"] = loss;
+          line["perplexity"] = std::exp(loss);
+        } else {
+          line["mlm_loss"] = have_parts ? Json(mlm_loss) : Json(nullptr);
+          line["nsp_loss"] = have_parts ? Json(nsp_loss) : Json(nullptr);
+        }
+        line.update(Json{{"lr", lr},
                      {"grad_norm", executor_->last_grad_norm()},
                      {"loss_scale", loss_scale},
                      {"skipped_steps", scaler_->skipped_steps()},
                      {"seq_per_s", sequences_per_step / step_seconds},
                      {"step_seconds", step_seconds},
-                     {"elapsed_seconds", elapsed}};
+                     {"elapsed_seconds", elapsed}});
         if (!std::isfinite(executor_->last_grad_norm())) line["grad_norm"] = nullptr;
         if (executor_->last_step_skipped()) line["skipped"] = true;  // non-finite gradients: no update
         metrics.write(line);
@@ -729,7 +726,10 @@ class Trainer {
       if (progress_ && c_.progress_every > 0 && (step % c_.progress_every == 0 || step == start_step_ || step == last)) {
         fmt::print(progress_, "step {:>{}}/{} | loss {:.4f}{} | lr {:.3e} | {:.1f} seq/s | elapsed {} | ETA {}\n", step,
                    fmt::formatted_size("{}", c_.steps), c_.steps, loss,
-                   have_parts ? fmt::format(" (mlm {:.4f}, nsp {:.4f})", mlm_loss, nsp_loss) : "", lr,
+                   causal_lm_   ? fmt::format(" (lm, perplexity {:.1f})", std::exp(loss))
+                   : have_parts ? fmt::format(" (mlm {:.4f}, nsp {:.4f})", mlm_loss, nsp_loss)
+                                : "",
+                   lr,
                    sequences_per_step / step_seconds,
                    format_duration(elapsed), format_duration(rate_seconds * static_cast<double>(c_.steps - step)));
         std::fflush(progress_);
@@ -785,7 +785,8 @@ class Trainer {
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LossScaler> scaler_;  // fp16 loss scaling (scale 1 and no changes for fp32/bf16)
-  std::unique_ptr<data::BatchLoader> loader_;
+  std::unique_ptr<TrainBatches> loader_;  // BERT instances or GPT-2 blocks (the cursor checkpoints save)
+  bool causal_lm_ = false;                  // GPT-2: next-token loss over blocks (no MLM / NSP)
   LrSchedule schedule_;
   int64_t model_vocab_before_ = 0;
   // The MLM / NSP loss tensors (the executor keeps them: scalar_output); -1 when the graph has none. One readable part gives the other (loss = mlm + nsp); with neither,

@@ -1,4 +1,4 @@
-// runtime/train/trainer.hpp — the training loop that executes a BERT TaskGraph for real: prepared shards
+// runtime/train/trainer.hpp — the training loop that executes a BERT or GPT-2 TaskGraph for real: prepared shards
 // → micro-batches with gradient accumulation → executor (forward, backward, bucketed gradient all-reduce,
 // optimizer) → metrics, progress, checkpoints, resume, clean stop on SIGINT/SIGTERM.
 // One process per data-parallel rank (mpirun -np N); rank 0 alone writes metrics, op times and checkpoints.
@@ -70,6 +70,9 @@ struct TrainSummary {
 // transformers' BertForPreTraining.from_pretrained can read a step directory; tools/torch_reference.py reads
 // it too): vocab_size without GEMM padding, erf GELU ("gelu"), layer_norm_eps, dropout rates.
 core::Json hf_bert_config(const models::ModelSpec& model);
+// The HuggingFace GPT2Config of a GPT-2 model (hf_gpt2_config.cpp): n_embd, n_layer, n_head, n_inner,
+// n_positions, tanh GELU ("gelu_new"), tied embeddings, vocab_size without GEMM padding.
+core::Json hf_gpt2_config(const models::ModelSpec& model);
 
 // Runs the loop. `progress` receives the progress lines (rank 0; null: silent). Throws core::InputError
 // for bad input (data directory, model, flags that do not fit, a checkpoint that does not match the run).

@@ -244,7 +244,7 @@ TEST_CASE("train: bad input exits 2 with a message naming the problem") {
       {"train --model no-such-model --data " + quote(s.data), "no-such-model"},
       // The runtime has no kernels for Llama's ops (docs/llama.md): refused before any work, not a crash.
       {"train --model llama-2-7b --data " + quote(s.data) + " --steps 2",
-       "model 'llama-2-7b' is llama; ptsim train runs BERT pretraining (MLM + NSP) only"},
+       "model 'llama-2-7b' is llama; ptsim train runs BERT (MLM + NSP) and GPT-2 (causal LM) pretraining"},
       {"train " + ok + " --bogus-flag", "bogus"},
       // Data-parallel flags with one rank: nothing to apply them to.
       {"train " + ok + " --no-comm-overlap", "--no-comm-overlap applies to data-parallel runs"},

@@ -4,15 +4,15 @@
 // step with a finite loss, the first step's loss where an untrained model's must be, and a
 // ptsim.op_times.v1 file measured on the GPU (the file `ptsim calibrate measured` fits a GPU profile from).
 // The whole-model numerics are test_model_steps_cuda.cpp's; this is the CLI path around them (flags,
-// dataset, loss scaling, the op-times writer). ptsim train runs BERT only (GPT-2 on CUDA: the model-steps
-// and golden tests). Suite gpu; exits 77 (skipped) without a CUDA build or a GPU (gpu_doctest_main.cpp).
+// dataset, loss scaling, the op-times writer). The tiny GPT-2 (gpt2_test_support.hpp: causal LM over the same
+// shards) at each precision too: lm_loss and perplexity lines, the same checks. Suite gpu; exits 77 (skipped) without a CUDA build or a GPU (gpu_doctest_main.cpp).
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <set>
 #include <string>
 
-#include "tests/runtime/train/train_test_support.hpp"
+#include "tests/runtime/train/gpt2_test_support.hpp"
 #ifdef PTSIM_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif
@@ -77,7 +77,44 @@ void check_precision(const std::string& precision) {
   check_op_times(dir / "ops.json", precision);
 }
 
+const TinySetup& gpt2_setup() {
+  static const TinySetup s = make_tiny_gpt2_setup("train_cuda_gpt2");
+  return s;
+}
+
+void check_gpt2_precision(const std::string& precision) {
+  const TinySetup& s = gpt2_setup();
+  const fs::path dir = fresh_dir("train_cuda_gpt2_" + precision);
+  const auto r = run_ptsim("train --backend cuda --precision " + precision + " --model " + quote(s.model) + " --data " +
+                           quote(s.data) + " --quiet --steps 2 --micro-batch 4 --metrics " + quote(dir / "m.jsonl") +
+                           " --op-times " + quote(dir / "ops.json"));
+  REQUIRE_MESSAGE(r.exit_code == 0, precision << ": " << r.output);
+  const auto m = read_jsonl(dir / "m.jsonl");
+  REQUIRE(m.size() == 2);
+  for (const auto& line : m) {
+    const double loss = line.at("loss").get<double>();
+    CHECK_MESSAGE(std::isfinite(loss), precision << ": " << line.dump());
+    CHECK(line.at("lm_loss").get<double>() == loss);
+    CHECK(line.at("perplexity").get<double>() == doctest::Approx(std::exp(loss)).epsilon(1e-12));
+  }
+  // At init the logits are ~0: the LM loss is ~ln(397) = 5.984 (test_train_gpt2.cpp's bound on the CPU).
+  const double first = m[0].at("loss").get<double>();
+  CHECK_MESSAGE(first == doctest::Approx(std::log(397.0)).epsilon(0.1 / std::log(397.0)), precision << " first loss " << first);
+  check_op_times(dir / "ops.json", precision);
+}
+
 }  // namespace
+
+TEST_CASE("ptsim train --backend cuda, GPT-2, fp32 / tf32 / bf16 / fp16: 2 steps, finite LM losses, GPU op times") {
+  for (const char* precision : {"fp32", "tf32", "bf16", "fp16"}) {
+    CAPTURE(precision);
+    if (std::string(precision) == "bf16" && compute_capability_major() < 8) {
+      MESSAGE("GPT-2 bf16 not run: the GPU is below sm_80");
+      continue;
+    }
+    check_gpt2_precision(precision);
+  }
+}
 
 // One test case per precision, so that a failure in one does not hide the others.
 TEST_CASE("ptsim train --backend cuda --precision fp32: 2 steps, finite losses, GPU op times") { check_precision("fp32"); }

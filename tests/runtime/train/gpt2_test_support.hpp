@@ -1,0 +1,35 @@
+// tests/runtime/train/gpt2_test_support.hpp — the tiny GPT-2 the `ptsim train` GPT-2 tests run (the tiny
+// BERT's sizes with GPT-2's structure) and its metrics lines (lm_loss, perplexity instead of mlm/nsp).
+#pragma once
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/json_reader.hpp"
+#include "tests/runtime/train/train_test_support.hpp"
+
+namespace ptsim::test {
+
+// 2 layers, hidden 32, 2 heads, FFN 64 (kTinyBertJson's sizes), 64 positions (the data's seq 32 fits); the
+// vocab is padded to a multiple of 128 as models/gpt2-124m.json's is (397 → 512 rows: padding to slice).
+inline const char* kTinyGpt2Json = R"({"name": "gpt2-test-tiny", "family": "gpt2", "num_layers": 2,
+  "hidden_size": 32, "num_heads": 2, "intermediate_size": 64, "vocab_size": 50257, "vocab_pad_multiple": 128,
+  "max_position_embeddings": 64, "type_vocab_size": 0, "layer_norm_eps": 1e-5, "source": "tests"})";
+
+// The tiny setup's dataset with the tiny GPT-2 next to it (model = its JSON path).
+inline TinySetup make_tiny_gpt2_setup(const std::string& name) {
+  TinySetup s = make_tiny_setup(name);
+  s.model = (s.dir / "gpt2-tiny.json").string();
+  std::ofstream(s.model) << kTinyGpt2Json;
+  return s;
+}
+
+inline std::vector<core::Json> read_jsonl(const fs::path& path) {
+  std::vector<core::Json> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.push_back(core::Json::parse(line));
+  return out;
+}
+
+}  // namespace ptsim::test
