@@ -104,8 +104,9 @@ std::unique_ptr<runtime::Communicator> make_communicator(runtime::CommKind kind,
 }  // namespace
 
 int run_train_command(int argc, char** argv) {
-  CLI::App app{"Execute BERT pretraining for real (CPU backend): micro-batches with gradient accumulation, "
-               "LR schedule, MLM + NSP loss, metrics, checkpoints, --resume; data parallel under mpirun.",
+  CLI::App app{"Execute pretraining for real (CPU or CUDA backend): BERT (MLM + NSP loss) or GPT-2 (next-token "
+               "loss) with micro-batches and gradient accumulation, LR schedule, metrics, checkpoints, --resume; "
+               "data parallel under mpirun.",
                "train"};
   runtime::TrainConfig c;
   std::string backend = "cpu";
@@ -163,7 +164,7 @@ int run_train_command(int argc, char** argv) {
   app.add_flag("--no-comm-overlap", no_comm_overlap,
                "data parallel: all-reduce the gradient buckets after backward, not during it (--op-times then "
                "gives each all-reduce's whole time)");
-  app.add_flag("--no-shuffle", no_shuffle, "read instances in dataset order (no per-epoch permutation)");
+  app.add_flag("--no-shuffle", no_shuffle, "read instances (GPT-2: blocks) in dataset order (no per-epoch permutation)");
   app.add_flag("--quiet", quiet, "no progress lines");
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
 

@@ -172,7 +172,6 @@ Json run_identity(const TrainConfig& c, const models::TaskGraph& g, uint64_t voc
             {"max_position_embeddings", m.max_position_embeddings}}},
           {"vocab_hash", data::hash_to_hex(vocab_hash)},
           {"seq_len", g.recipe.seq_len},
-          {"max_predictions", g.recipe.max_predictions_per_seq()},
           {"micro_batch", c.micro_batch},
           {"grad_accum", c.grad_accum},
           {"world_size", world_size},
@@ -185,8 +184,15 @@ Json run_identity(const TrainConfig& c, const models::TaskGraph& g, uint64_t voc
           {"clipping", c.clipping},
           {"shuffle", c.shuffle},
           {"seed", c.seed}};
-  // GPT-2 runs only (BERT checkpoints written before GPT-2 existed lack the key): what the data cursor counts.
-  if (m.family == models::ModelFamily::gpt2) run["objective"] = "causal_lm";
+  // What the data cursor counts and the labels are: instances (MLM + NSP, with its predictions per sequence)
+  // or next-token blocks (GPT-2, a label at every position). Checkpoints written before GPT-2 existed lack
+  // the key and are mlm_nsp (the resume check reads them so).
+  if (m.family == models::ModelFamily::gpt2) {
+    run["objective"] = "causal_lm";
+  } else {
+    run["objective"] = "mlm_nsp";
+    run["max_predictions"] = g.recipe.max_predictions_per_seq();
+  }
   return run;
 }
 
@@ -437,6 +443,12 @@ class Trainer {
     // ... and those written before the fused-op flags ran the unfused graph.
     for (const char* fused : {"fused_attention", "fused_softmax_dropout", "fused_bias_dropout_residual"})
       if (saved.is_object() && !saved.contains(fused)) saved[fused] = false;
+    // ... and those written before GPT-2 training existed were BERT's.
+    if (saved.is_object() && !saved.contains("objective")) saved["objective"] = "mlm_nsp";
+    if (saved.is_object() && saved.at("objective") != expected.at("objective"))
+      throw InputError(fmt::format("ptsim train --resume: checkpoint {} was written by a run with objective = {}, this "
+                                   "run has {} (a BERT checkpoint cannot continue as a GPT-2 model, nor the reverse)",
+                                   ckpt->dir, saved.at("objective").dump(), expected.at("objective").dump()));
     for (auto it = expected.begin(); it != expected.end(); ++it) {
       if (!saved.contains(it.key()) || saved.at(it.key()) != it.value())
         throw InputError(fmt::format(
@@ -492,7 +504,7 @@ class Trainer {
     const long long epoch = r.require_int("epoch");
     const long long offset = r.require_int("offset");
     if (epoch < 0) r.fail("epoch", "an epoch count >= 0");
-    if (offset < 0) r.fail("offset", "an instance offset >= 0");
+    if (offset < 0) r.fail("offset", "an offset >= 0 (instances, or GPT-2 blocks)");
     const uint64_t per_rank = loader_->per_epoch();
     const uint64_t taken = static_cast<uint64_t>(ckpt.step) * static_cast<uint64_t>(c_.micro_batch * c_.grad_accum);
     data::LoaderCursor expected{taken / per_rank, taken % per_rank};

@@ -157,6 +157,20 @@ TEST_CASE("train gpt2: bad input exits 2 naming what was wrong") {
     REQUIRE_MESSAGE(r.exit_code == 0, r.output);
     r = run_ptsim(base_flags(s) + " --steps 2 --micro-batch 2 --resume --checkpoint-dir " + quote(dir / "ck"));
     CHECK(r.exit_code == 2);
-    CHECK_MESSAGE(r.output.find("model") != std::string::npos, r.output);
+    CHECK_MESSAGE(r.output.find("objective = \"mlm_nsp\", this run has \"causal_lm\"") != std::string::npos, r.output);
+  }
+  SUBCASE("a GPT-2 checkpoint is not resumed as BERT, even under the same model name and sizes") {
+    // The identity check compares this run's fields with the checkpoint's: objective mlm_nsp against causal_lm.
+    auto r = run_ptsim(base_flags(s) + " --steps 2 --micro-batch 2 --checkpoint-dir " + quote(dir / "ck2"));
+    REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+    std::string json = kTinyBertJson;  // the tiny GPT-2's sizes and positions; only the name differs
+    json.replace(json.find("bert-test-tiny"), 14, "gpt2-test-tiny");
+    const std::string bert = (dir / "bert-named-gpt2.json").string();
+    std::ofstream(bert) << json;
+    const std::string ck = (dir / "ck2").string();
+    r = run_ptsim("train --model " + quote(bert) + " --data " + quote(s.data) +
+                  " --threads 1 --quiet --steps 2 --micro-batch 2 --resume --checkpoint-dir " + quote(ck));
+    CHECK(r.exit_code == 2);
+    CHECK_MESSAGE(r.output.find("objective = \"causal_lm\", this run has \"mlm_nsp\"") != std::string::npos, r.output);
   }
 }
