@@ -4,7 +4,7 @@
 
 namespace ptsim::runtime {
 
-core::Json hf_gpt2_config(const models::ModelSpec& m) {
+core::Json hf_gpt2_config(const models::ModelSpec& m, int32_t end_of_text_id) {
   return {{"architectures", core::Json::array({"GPT2LMHeadModel"})},
           {"model_type", "gpt2"},
           {"vocab_size", m.vocab_size},  // the dataset's vocabulary, without the GEMM padding rows
@@ -20,6 +20,8 @@ core::Json hf_gpt2_config(const models::ModelSpec& m) {
           {"layer_norm_epsilon", m.layer_norm_eps},
           {"initializer_range", 0.02},
           {"tie_word_embeddings", true},  // lm_head reads transformer.wte.weight
+          {"bos_token_id", end_of_text_id},
+          {"eos_token_id", end_of_text_id},
           {"torch_dtype", "float32"}};
 }
 

@@ -299,6 +299,7 @@ class Trainer {
                                    "LM) pretraining",
                                    c_.model, models::to_string(model.family)));
     causal_lm_ = model.family == models::ModelFamily::gpt2;
+    if (causal_lm_) end_of_text_id_ = data::Vocab::load(dataset_->vocab_path()).sep_id();
     if (causal_lm_ && dataset_->seq_len() > model.max_position_embeddings)
       throw InputError(fmt::format("ptsim train: dataset '{}' has seq_len {}, more than {}'s {} position embeddings "
                                    "(prepare the data with --seq-len <= {}, or a model with more positions)",
@@ -571,7 +572,7 @@ class Trainer {
                     {"elapsed_seconds", elapsed_before_ + seconds_between(t_start_, Clock::now())},
                     {"last_loss", last_loss_}};
       if (!replica_hash.empty()) extra["replica_state_hash"] = replica_hash;  // the same on every rank (checked)
-      const Json hf_config = causal_lm_ ? hf_gpt2_config(graph_->model) : hf_bert_config(graph_->model);
+      const Json hf_config = causal_lm_ ? hf_gpt2_config(graph_->model, end_of_text_id_) : hf_bert_config(graph_->model);
       const CheckpointExtraFile config[] = {{"config.json", hf_config.dump(2) + "\n"}};
       const std::string dir = save_checkpoint(c_.checkpoint_dir, step, views, optimizer_->save_state(), extra, config);
       summary_.checkpoint = dir;
@@ -799,6 +800,7 @@ class Trainer {
   std::unique_ptr<LossScaler> scaler_;  // fp16 loss scaling (scale 1 and no changes for fp32/bf16)
   std::unique_ptr<TrainBatches> loader_;  // BERT instances or GPT-2 blocks (the cursor checkpoints save)
   bool causal_lm_ = false;                  // GPT-2: next-token loss over blocks (no MLM / NSP)
+  int32_t end_of_text_id_ = -1;             // GPT-2: the vocab's [SEP] id (config.json's bos/eos_token_id)
   LrSchedule schedule_;
   int64_t model_vocab_before_ = 0;
   // The MLM / NSP loss tensors (the executor keeps them: scalar_output); -1 when the graph has none. One readable part gives the other (loss = mlm + nsp); with neither,

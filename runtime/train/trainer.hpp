@@ -71,8 +71,10 @@ struct TrainSummary {
 // it too): vocab_size without GEMM padding, erf GELU ("gelu"), layer_norm_eps, dropout rates.
 core::Json hf_bert_config(const models::ModelSpec& model);
 // The HuggingFace GPT2Config of a GPT-2 model (hf_gpt2_config.cpp): n_embd, n_layer, n_head, n_inner,
-// n_positions, tanh GELU ("gelu_new"), tied embeddings, vocab_size without GEMM padding.
-core::Json hf_gpt2_config(const models::ModelSpec& model);
+// n_positions, tanh GELU ("gelu_new"), tied embeddings, vocab_size without GEMM padding; bos/eos_token_id =
+// `end_of_text_id`, the vocab's [SEP] that ends each text of the token stream (transformers would otherwise
+// assume GPT-2's 50256, outside a WordPiece vocabulary).
+core::Json hf_gpt2_config(const models::ModelSpec& model, int32_t end_of_text_id);
 
 // Runs the loop. `progress` receives the progress lines (rank 0; null: silent). Throws core::InputError
 // for bad input (data directory, model, flags that do not fit, a checkpoint that does not match the run).

@@ -8,6 +8,7 @@
 
 #include "runtime/checkpoint/checkpoint.hpp"
 #include "runtime/checkpoint/safetensors.hpp"
+#include "runtime/data/tokenizer.hpp"
 #include "tests/runtime/train/gpt2_test_support.hpp"
 
 using namespace ptsim::test;
@@ -104,6 +105,12 @@ TEST_CASE("train gpt2: checkpoints hold a GPT2Config, the true vocab size and th
   CHECK(config.at("n_positions") == 64);
   CHECK(config.at("activation_function") == "gelu_new");
   CHECK_FALSE(config.contains("hidden_size"));  // not a BertConfig
+  // bos/eos = [SEP], the token that ends each text of the stream; an id inside the 397-token vocabulary.
+  const int32_t sep = ptsim::runtime::data::Vocab::load((fs::path(s.data) / "vocab.txt").string()).find("[SEP]");
+  CHECK(sep >= 0);
+  CHECK(sep < 397);
+  CHECK(config.at("bos_token_id") == sep);
+  CHECK(config.at("eos_token_id") == sep);
   const auto model = rt::read_safetensors((dir / "ck" / "step_3" / "model.safetensors").string());
   CHECK(model.at("transformer.wte.weight").shape == std::vector<int64_t>{397, 32});
   CHECK(model.at("transformer.wpe.weight").shape == std::vector<int64_t>{64, 32});
