@@ -82,15 +82,7 @@ TEST_CASE("train: N steps straight equal N/2 + --resume + N/2, exactly") {
     CHECK(b[i].lr == a[i].lr);
   }
   // Final weights and optimizer state: byte-identical tensor data.
-  for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
-    const auto x = rt::read_safetensors((dir / "straight" / "step_20" / file).string());
-    const auto y = rt::read_safetensors((dir / "split" / "step_20" / file).string());
-    REQUIRE(x.tensors.size() == y.tensors.size());
-    for (size_t i = 0; i < x.tensors.size(); ++i) {
-      CHECK(x.tensors[i].name == y.tensors[i].name);
-      CHECK(x.tensors[i].data == y.tensors[i].data);
-    }
-  }
+  check_same_checkpoint_tensors(dir / "straight" / "step_20", dir / "split" / "step_20");
 }
 
 TEST_CASE("train: checkpoints use HuggingFace BertForPreTraining names and the true vocab size") {

@@ -60,12 +60,17 @@ void check_op_times(const fs::path& path, const std::string& precision) {
   CHECK(phases.count("optimizer") == 1);
 }
 
+// 2 steps of ptsim train on the CUDA backend, metrics in dir/m.jsonl and op times in dir/ops.json.
+CommandResult run_two_cuda_steps(const TinySetup& s, const std::string& precision, const fs::path& dir) {
+  return run_ptsim("train --backend cuda --precision " + precision + " --model " + quote(s.model) + " --data " +
+                   quote(s.data) + " --quiet --steps 2 --micro-batch 4 --metrics " + quote(dir / "m.jsonl") +
+                   " --op-times " + quote(dir / "ops.json"));
+}
+
 void check_precision(const std::string& precision) {
   const TinySetup& s = setup();
   const fs::path dir = fresh_dir("train_cuda_" + precision);
-  const auto r = run_ptsim("train --backend cuda --precision " + precision + " --model " + quote(s.model) + " --data " +
-                           quote(s.data) + " --quiet --steps 2 --micro-batch 4 --metrics " + quote(dir / "m.jsonl") +
-                           " --op-times " + quote(dir / "ops.json"));
+  const auto r = run_two_cuda_steps(s, precision, dir);
   REQUIRE_MESSAGE(r.exit_code == 0, precision << ": " << r.output);
   const auto m = read_metrics(dir / "m.jsonl");
   REQUIRE(m.size() == 2);
@@ -85,9 +90,7 @@ const TinySetup& gpt2_setup() {
 void check_gpt2_precision(const std::string& precision) {
   const TinySetup& s = gpt2_setup();
   const fs::path dir = fresh_dir("train_cuda_gpt2_" + precision);
-  const auto r = run_ptsim("train --backend cuda --precision " + precision + " --model " + quote(s.model) + " --data " +
-                           quote(s.data) + " --quiet --steps 2 --micro-batch 4 --metrics " + quote(dir / "m.jsonl") +
-                           " --op-times " + quote(dir / "ops.json"));
+  const auto r = run_two_cuda_steps(s, precision, dir);
   REQUIRE_MESSAGE(r.exit_code == 0, precision << ": " << r.output);
   const auto m = read_jsonl(dir / "m.jsonl");
   REQUIRE(m.size() == 2);

@@ -78,15 +78,7 @@ TEST_CASE("train gpt2: N steps straight equal N/2 + --resume + N/2, exactly") {
     CHECK(b[i].at("step") == a[i].at("step"));
     CHECK(b[i].at("loss").get<double>() == a[i].at("loss").get<double>());  // exact
   }
-  for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
-    const auto x = rt::read_safetensors((dir / "straight" / "step_12" / file).string());
-    const auto y = rt::read_safetensors((dir / "split" / "step_12" / file).string());
-    REQUIRE(x.tensors.size() == y.tensors.size());
-    for (size_t i = 0; i < x.tensors.size(); ++i) {
-      CHECK(x.tensors[i].name == y.tensors[i].name);
-      CHECK(x.tensors[i].data == y.tensors[i].data);
-    }
-  }
+  check_same_checkpoint_tensors(dir / "straight" / "step_12", dir / "split" / "step_12");
 }
 
 TEST_CASE("train gpt2: checkpoints hold a GPT2Config, the true vocab size and the block cursor") {

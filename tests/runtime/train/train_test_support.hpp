@@ -15,7 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include <doctest/doctest.h>
+
 #include "core/json_reader.hpp"
+#include "runtime/checkpoint/safetensors.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -24,6 +27,19 @@ namespace ptsim::test {
 namespace fs = std::filesystem;
 
 inline fs::path fresh_dir(const std::string& name) { return ptsim::test::process_temp_dir(name); }
+
+// Two step directories' model.safetensors and optimizer.safetensors hold the same tensors (names, bytes).
+inline void check_same_checkpoint_tensors(const fs::path& a, const fs::path& b) {
+  for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
+    const auto x = ptsim::runtime::read_safetensors((a / file).string());
+    const auto y = ptsim::runtime::read_safetensors((b / file).string());
+    REQUIRE(x.tensors.size() == y.tensors.size());
+    for (size_t i = 0; i < x.tensors.size(); ++i) {
+      CHECK(x.tensors[i].name == y.tensors[i].name);
+      CHECK(x.tensors[i].data == y.tensors[i].data);
+    }
+  }
+}
 
 inline std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
