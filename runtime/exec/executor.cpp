@@ -45,6 +45,10 @@ constexpr size_t kBufferAlignment = 64;  // tensors start on a cache line inside
 size_t round_up(size_t bytes) { return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; }
 // Gradients are aligned in elements (Impl::round_up_gradient): 16, 64 bytes of fp32.
 constexpr int64_t kGradientAlignElements = kBufferAlignment / sizeof(float);
+// A gradient's elements rounded up to the next gradient start (the flat gradient buffer's placement).
+size_t aligned_gradient_elements(int64_t elements) {
+  return static_cast<size_t>((elements + kGradientAlignElements - 1) / kGradientAlignElements * kGradientAlignElements);
+}
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::f64; }
 
@@ -80,9 +84,7 @@ Staged16bitBuckets staged_16bit_buckets(const models::TaskGraph& stored) {
     if (op.kind != OpKind::all_reduce || op.inputs.empty() || !is_16bit_float(stored.tensor(op.inputs.front()).dtype))
       continue;
     size_t elements = 0;
-    for (int id : op.inputs)
-      elements += static_cast<size_t>((stored.tensor(id).elements() + kGradientAlignElements - 1) /
-                                      kGradientAlignElements * kGradientAlignElements);
+    for (int id : op.inputs) elements += aligned_gradient_elements(stored.tensor(id).elements());
     ++b.count;
     b.largest_bytes = std::max(b.largest_bytes, elements * sizeof(float));
   }
@@ -262,8 +264,8 @@ struct Executor::Impl {
   // bits), so a 16-bit gradient buffer has the fp32 buffer's element layout: the global norm's fixed chunks
   // and lanes (math/lane_sums.hpp) then hold the same elements either way, and give the same double.
   size_t round_up_gradient(int tensor_id, size_t bytes) const {
-    const size_t a = static_cast<size_t>(kGradientAlignElements) * element_bytes(stored.tensor(tensor_id).dtype);
-    return (bytes + a - 1) / a * a;
+    const size_t e = element_bytes(stored.tensor(tensor_id).dtype);
+    return aligned_gradient_elements(static_cast<int64_t>((bytes + e - 1) / e)) * e;
   }
 
   void allocate() {
