@@ -1,7 +1,8 @@
 // runtime/exec/backend.hpp — the device seam: everything the executor asks of a device. A Backend owns
 // memory (allocate/free buffers, copies host↔device and device↔device, zero-fill), streams and events
 // (queue order, cross-stream waits, op timing), the compute ops (one virtual run() per TaskGraph op) and
-// the few vector operations of the step tail (16-bit rounding and conversion, scaling, sums of squares). The executor
+// the few vector operations of the step tail (16-bit rounding and conversion, scaling, sums of squares, the
+// step's norm verdict formed where the sum lies). The executor
 // asks it for every buffer and never dereferences tensor storage; values cross the seam only through
 // copy_to_device / copy_to_host. Implementations: the CPU backend (cpu_device.* + cpu_backend.*, float or
 // double); a CUDA backend implements the same interface on device memory. What a new backend must
@@ -113,6 +114,17 @@ class Backend {
   // only. This default copies the span to the host and sums there (correct on any backend, slow); with
   // dtype f32 and factor 1 it is sum_of_squares(span).
   virtual double scaled_sum_of_squares(const DeviceSpan& span, models::DType dtype, double factor);
+  // sum ← sum + scaled_sum_of_squares(span, dtype, factor), where `sum` is one double in this backend's
+  // memory, on the compute stream and without a host read (the host's `sum += ...` order: the same double).
+  // The step tail accumulates the gradients' Σg² so, starting from a zeroed sum. f32 compute only. This
+  // default goes through host copies (copy_to_host of the sum, scaled_sum_of_squares, copy_to_device).
+  virtual void scaled_sum_of_squares_into(const DeviceSpan& span, models::DType dtype, double factor,
+                                          const DeviceSpan& sum);
+  // The step's norm verdict on the compute stream: optim_math::finish_norm(*scalars, *sum, max_grad_norm)
+  // with `scalars` one StepScalars and `sum` one double in this backend's memory (grad_norm, grad_norm_f32,
+  // skip, clip_divisor, clip; the other fields as they are). A one-thread device step on a GPU; this default
+  // goes through host copies.
+  virtual void finish_step_scalars(const DeviceSpan& scalars, const DeviceSpan& sum, double max_grad_norm);
   // dst ← src converted element by element on the compute stream: f32 → f16/bf16 rounds to nearest even
   // (precision.hpp's narrow_16bit: fp16 overflow → ±inf, NaN stays NaN), f16/bf16 → f32 widens (exact),
   // equal dtypes copy. Both spans hold the same element count and do not overlap. f32 compute only. Used for

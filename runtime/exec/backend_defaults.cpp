@@ -1,5 +1,6 @@
 // runtime/exec/backend_defaults.cpp — Backend's default step-tail operations for backends without their own
-// kernels: the scaled sum of squares and the f32 ↔ 16-bit conversion, run by the CPU passes
+// kernels: the scaled sum of squares (returned, or added to a sum in backend memory), the step's norm verdict
+// (StepScalars' norm, clip and skip fields) and the f32 ↔ 16-bit conversion, run by the CPU passes
 // (cpu_16bit_vectors.hpp) on host copies of the spans. Correct on any backend, bit for bit the CPU
 // backend's results, and slow (two host copies of the data). The optimizer's default is in
 // cpu_optimizer.cpp.
@@ -19,6 +20,26 @@ double Backend::scaled_sum_of_squares(const DeviceSpan& span, models::DType dtyp
   std::vector<char> host(span.bytes);
   copy_to_host(host.data(), span);
   return cpu::scaled_sum_of_squares_host(host.data(), span.bytes / bytes, dtype, f, 1);
+}
+
+void Backend::scaled_sum_of_squares_into(const DeviceSpan& span, models::DType dtype, double factor,
+                                         const DeviceSpan& sum) {
+  if (sum.bytes != sizeof(double)) throw std::invalid_argument("scaled_sum_of_squares_into: the sum is one double");
+  double total = 0.0;
+  copy_to_host(&total, sum);
+  total = total + scaled_sum_of_squares(span, dtype, factor);
+  copy_to_device(sum, &total);
+}
+
+void Backend::finish_step_scalars(const DeviceSpan& scalars, const DeviceSpan& sum, double max_grad_norm) {
+  if (scalars.bytes != sizeof(optim_math::StepScalars) || sum.bytes != sizeof(double))
+    throw std::invalid_argument("finish_step_scalars: expected one StepScalars and one double");
+  optim_math::StepScalars s;
+  double sum_of_squares = 0.0;
+  copy_to_host(&s, scalars);
+  copy_to_host(&sum_of_squares, sum);
+  optim_math::finish_norm(s, sum_of_squares, max_grad_norm);
+  copy_to_device(scalars, &s);
 }
 
 void Backend::convert(const DeviceSpan& dst, models::DType dst_dtype, const DeviceSpan& src, models::DType src_dtype) {

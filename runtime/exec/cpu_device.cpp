@@ -177,6 +177,21 @@ double CpuDevice::scaled_sum_of_squares(const DeviceSpan& span, models::DType dt
                                     static_cast<float>(factor), threads_);
 }
 
+void CpuDevice::scaled_sum_of_squares_into(const DeviceSpan& span, models::DType dtype, double factor,
+                                           const DeviceSpan& sum) {
+  if (sum.bytes != sizeof(double))
+    throw std::invalid_argument("cpu backend: scaled_sum_of_squares_into: the sum is one double");
+  double* total = reinterpret_cast<double*>(checked(sum));
+  *total = *total + scaled_sum_of_squares(span, dtype, factor);
+}
+
+void CpuDevice::finish_step_scalars(const DeviceSpan& scalars, const DeviceSpan& sum, double max_grad_norm) {
+  if (scalars.bytes != sizeof(optim_math::StepScalars) || sum.bytes != sizeof(double))
+    throw std::invalid_argument("cpu backend: finish_step_scalars: expected one StepScalars and one double");
+  optim_math::finish_norm(*reinterpret_cast<optim_math::StepScalars*>(checked(scalars)),
+                          *reinterpret_cast<const double*>(checked(sum)), max_grad_norm);
+}
+
 void CpuDevice::convert(const DeviceSpan& dst, models::DType dst_dtype, const DeviceSpan& src, models::DType src_dtype) {
   if (compute_ != ComputeType::f32) throw std::logic_error("cpu backend: convert needs f32 compute");
   const size_t n = src.bytes / tail_element_bytes(src_dtype);

@@ -42,6 +42,10 @@ class CpuDevice : public Backend {
   double sum_of_squares(const DeviceSpan& span) override;
   // In place on the buffers, chunked over threads() threads (cpu_16bit_vectors.hpp).
   double scaled_sum_of_squares(const DeviceSpan& span, models::DType dtype, double factor) override;
+  // In place: the sum and the scalars are host memory (no copies).
+  void scaled_sum_of_squares_into(const DeviceSpan& span, models::DType dtype, double factor,
+                                  const DeviceSpan& sum) override;
+  void finish_step_scalars(const DeviceSpan& scalars, const DeviceSpan& sum, double max_grad_norm) override;
   void convert(const DeviceSpan& dst, models::DType dst_dtype, const DeviceSpan& src, models::DType src_dtype) override;
   // The CPU reference (cpu_optimizer.hpp) in place on these buffers, on threads() threads, with the
   // StepScalars read from their buffer (host memory: work runs when it is queued).

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <numbers>
 #include <optional>
@@ -153,6 +154,13 @@ struct Executor::Impl {
   int in_flight_count = 0;
   double last_norm = std::numeric_limits<double>::quiet_NaN();
   bool last_skipped = false;
+  // The step tail's norm verdict on the device (docs/cuda-backend.md, "The optimizer"): Σg² accumulates in
+  // tail_sum (one double in backend memory) and finish_step_scalars forms √, clip and skip in a StepScalars,
+  // the optimizer's when it stepped (verdict_optimizer), else tail_verdict. last_norm / last_skipped are
+  // read from there lazily, once (verdict_unread).
+  DeviceBuffer tail_sum, tail_verdict;
+  const Optimizer* verdict_optimizer = nullptr;
+  bool verdict_unread = false;
 
   Impl(const TaskGraph& g, ExecutorOptions o, std::unique_ptr<Backend> given) : graph(g), options(o) {
     validate();
@@ -213,7 +221,7 @@ struct Executor::Impl {
       static_cast<void>(backend.release());
       return;
     }
-    for (DeviceBuffer b : {arena, weights, gradients, inputs, masters, scalars, staging})
+    for (DeviceBuffer b : {arena, weights, gradients, inputs, masters, scalars, staging, tail_sum, tail_verdict})
       if (b.valid()) backend->free(b);
     for (const StagingSlot& slot : staging_slots)
       if (slot.buffer.valid()) backend->free(slot.buffer);
@@ -785,6 +793,54 @@ struct Executor::Impl {
     }
   }
 
+  // ---- the step tail's norm verdict, formed on the device ----
+  DeviceSpan small_buffer(DeviceBuffer& buffer, size_t bytes) {
+    if (!buffer.valid()) buffer = backend->allocate(bytes);
+    return DeviceSpan::of(buffer);
+  }
+  DeviceSpan tail_sum_span() { return small_buffer(tail_sum, sizeof(double)); }
+  // tail_sum ← Σ x² over the tensors `ids`, queued without a read back: the double sum_of_squares(ids)
+  // returns (16-bit gradients × grad_factor; one pass over a back-to-back range, else tensor by tensor in
+  // order, 0 + each as the host adds them).
+  void queue_sum_of_squares(const std::vector<int>& ids) {
+    const double factor = gradients_16bit ? grad_factor : 1.0;
+    const DeviceSpan sum = tail_sum_span();
+    backend->fill_zero(sum);
+    if (auto whole = contiguous(ids))
+      return backend->scaled_sum_of_squares_into(*whole, stored.tensor(ids.front()).dtype, factor, sum);
+    for (int id : ids) backend->scaled_sum_of_squares_into(span_of(id), stored.tensor(id).dtype, factor, sum);
+  }
+  // After the tail: the StepScalars holding this tail's verdict (the optimizer's, or tail_verdict finished
+  // here without clipping when no optimizer stepped), and the grad_norm op's f32 output copied from it.
+  void finish_verdict(const Optimizer* stepped, int norm_output) {
+    DeviceSpan verdict;
+    if (stepped) verdict = stepped->step_scalars_span();
+    else {
+      verdict = small_buffer(tail_verdict, sizeof(optim_math::StepScalars));
+      backend->finish_step_scalars(verdict, tail_sum_span(), 0.0);
+    }
+    if (norm_output >= 0)
+      backend->copy(span_of(norm_output),
+                    verdict.sub(offsetof(optim_math::StepScalars, grad_norm_f32), sizeof(float)));
+    verdict_optimizer = stepped;
+    verdict_unread = true;
+  }
+  // last_norm / last_skipped from the device verdict: one small copy the first time they are asked.
+  void read_verdict() {
+    if (!verdict_unread) return;
+    verdict_unread = false;
+    if (verdict_optimizer) {
+      const StepVerdict v = verdict_optimizer->last_step_verdict();
+      last_norm = v.grad_norm;
+      last_skipped = v.skipped;
+      return;
+    }
+    optim_math::StepScalars s;
+    backend->copy_to_host(&s, DeviceSpan::of(tail_verdict));
+    last_norm = s.grad_norm;
+    last_skipped = false;  // no optimizer stepped: nothing was skipped, whatever the norm
+  }
+
   void run_step_tail(Communicator* comm, Optimizer* optimizer, double lr, double loss_scale) {
     const bool f64 = options.compute == ComputeType::f64;
     if (!(loss_scale > 0) || !std::isfinite(loss_scale))
@@ -798,9 +854,13 @@ struct Executor::Impl {
     if (optimizer) check_slots(*optimizer);
     last_norm = std::numeric_limits<double>::quiet_NaN();
     last_skipped = false;
+    verdict_unread = false;
+    verdict_optimizer = nullptr;
     grad_factor = 1.0;
     bool in_step = false;
     bool unscaled = false;
+    bool summed = false;   // tail_sum holds this tail's Σg² (f32 compute: the norm stays on the device)
+    int norm_output = -1;  // the grad_norm op's output, written from the verdict after the tail
     // Unscale once the gradients are final (after every all-reduce, before the norm and the first update).
     auto unscale_once = [&] {
       if (!unscaled && !f64) unscale_gradients(loss_scale);
@@ -822,26 +882,26 @@ struct Executor::Impl {
         case OpKind::grad_norm:
           unscale_once();
           timed(op, [&] {
-            last_norm = std::sqrt(sum_of_squares(op.inputs));  // the norm comes back as one small copy
-            const int out = op.outputs.at(0);
-            if (f64) write<double>(out, std::span<const double>(&last_norm, 1));
-            else {
-              const float v = static_cast<float>(last_norm);
-              write<float>(out, std::span<const float>(&v, 1));
+            if (!f64) {  // Σg² into tail_sum; √ and the output after the tail (finish_verdict)
+              queue_sum_of_squares(op.inputs);
+              summed = true;
+              norm_output = op.outputs.at(0);
+              return;
             }
+            last_norm = std::sqrt(sum_of_squares(op.inputs));  // f64 (gradient checks): one small copy
+            write<double>(op.outputs.at(0), std::span<const double>(&last_norm, 1));
           });
           break;
         case OpKind::optimizer_update: {
-          if (!optimizer || last_skipped) break;
+          if (!optimizer) break;
           unscale_once();
           timed(op, [&] {
             if (!in_step) {
-              if (std::isnan(last_norm)) last_norm = std::sqrt(sum_of_squares(parameter_gradients()));  // no grad_norm op
-              if (!std::isfinite(last_norm)) {  // the overflow flag: leave the weights as they are
-                last_skipped = true;
-                return;
-              }
-              optimizer->step_begin(lr, last_norm, grad_factor);  // its updates run on the backend's compute stream
+              if (!summed) queue_sum_of_squares(parameter_gradients());  // no grad_norm op: the overflow check
+              summed = true;
+              // The norm, clip divisor and skip flag (non-finite norm: the passes change nothing) are formed
+              // on the compute stream; nothing is read back here.
+              optimizer->step_begin_on_device(lr, tail_sum_span(), grad_factor);
               in_step = true;
             }
             std::vector<size_t> slots(op.attrs.params.begin(), op.attrs.params.end());
@@ -855,6 +915,7 @@ struct Executor::Impl {
       }
     }
     if (in_step) optimizer->step_end();
+    if (summed) finish_verdict(in_step ? optimizer : nullptr, norm_output);
     flush_timings();
   }
 
@@ -1040,8 +1101,14 @@ std::vector<ParamSlot> Executor::param_slots() {
   return slots;
 }
 
-double Executor::last_grad_norm() const { return impl_->last_norm; }
-bool Executor::last_step_skipped() const { return impl_->last_skipped; }
+double Executor::last_grad_norm() const {
+  impl_->read_verdict();
+  return impl_->last_norm;
+}
+bool Executor::last_step_skipped() const {
+  impl_->read_verdict();
+  return impl_->last_skipped;
+}
 size_t Executor::all_reduce_staging_held() const {
   size_t bytes = 0;
   for (const auto& slot : impl_->staging_slots) bytes += slot.buffer.valid() ? slot.buffer.bytes : 0;

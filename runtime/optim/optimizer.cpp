@@ -150,17 +150,23 @@ double Optimizer::global_grad_norm() const {
   return std::sqrt(sum);
 }
 
-void Optimizer::step_begin(double lr, std::optional<double> global_grad_norm_in, double grad_factor) {
+void Optimizer::begin_common(double lr, double grad_factor) {
   if (in_step_) throw std::logic_error("Optimizer::step_begin: the previous step was not ended (call step_end)");
   if (!std::isfinite(lr) || lr < 0.0)
     throw std::invalid_argument(fmt::format("Optimizer::step_begin: learning rate must be finite and >= 0, got {}", lr));
   if (!std::isfinite(grad_factor) || !(grad_factor > 0.0))
     throw std::invalid_argument(fmt::format("Optimizer::step_begin: gradient factor must be finite and > 0, got {}",
                                             grad_factor));
+  settle_step();  // this step's t is the count of the steps before it that were not skipped
   lr_ = lr;
   grad_factor_ = grad_factor;
   grad_norm_ = std::numeric_limits<double>::quiet_NaN();
   clip_divisor_ = 1.0;
+  skipped_ = false;
+}
+
+void Optimizer::step_begin(double lr, std::optional<double> global_grad_norm_in, double grad_factor) {
+  begin_common(lr, grad_factor);
   if (uses_global_norm()) {
     grad_norm_ = global_grad_norm_in ? *global_grad_norm_in : global_grad_norm();
     if (!std::isfinite(grad_norm_) || grad_norm_ < 0.0)
@@ -171,11 +177,53 @@ void Optimizer::step_begin(double lr, std::optional<double> global_grad_norm_in,
   }
   // This step's scalars, written once for every update() of the step (queued on the compute stream, after the
   // previous step's passes, which read the previous values).
-  const optim_math::StepScalars scalars =
+  optim_math::StepScalars scalars =
       optim_math::step_scalars(hyper_, optim_math::StepInputs{lr_, current_t(), clip_divisor_, grad_factor_});
+  scalars.grad_norm = grad_norm_;
+  scalars.grad_norm_f32 = static_cast<float>(grad_norm_);
   backend_.copy_to_device_async(step_scalars_span(), &scalars);
   std::fill(updated_.begin(), updated_.end(), 0);
   in_step_ = true;
+}
+
+void Optimizer::step_begin_on_device(double lr, const DeviceSpan& sum_of_squares, double grad_factor) {
+  begin_common(lr, grad_factor);
+  // The host's part (lr, t, bias corrections, grad_factor; clip 1, skip 0), then the device's: finish_norm
+  // with the clip threshold step_begin would apply (0: no clipping).
+  const optim_math::StepScalars scalars =
+      optim_math::step_scalars(hyper_, optim_math::StepInputs{lr_, current_t(), 1.0, grad_factor_});
+  backend_.copy_to_device_async(step_scalars_span(), &scalars);
+  backend_.finish_step_scalars(step_scalars_span(), sum_of_squares, uses_global_norm() ? config_.max_grad_norm : 0.0);
+  verdict_unread_ = true;
+  std::fill(updated_.begin(), updated_.end(), 0);
+  in_step_ = true;
+}
+
+void Optimizer::read_verdict() const {
+  if (!verdict_unread_) return;
+  optim_math::StepScalars s;
+  backend_.copy_to_host(&s, step_scalars_span());  // waits for the queued finish step (and the passes before it)
+  verdict_unread_ = false;
+  grad_norm_ = s.grad_norm;
+  clip_divisor_ = s.clip_divisor;
+  skipped_ = s.skip != 0;
+}
+
+void Optimizer::settle_step() const {
+  if (!count_unsettled_) return;
+  read_verdict();
+  count_unsettled_ = false;
+  if (!skipped_) ++step_count_;
+}
+
+int64_t Optimizer::step_count() const {
+  settle_step();
+  return step_count_;
+}
+
+StepVerdict Optimizer::last_step_verdict() const {
+  read_verdict();
+  return StepVerdict{grad_norm_, clip_divisor_, skipped_};
 }
 
 void Optimizer::update(std::span<const std::size_t> slot_indices) {
@@ -208,7 +256,8 @@ void Optimizer::update_all() {
 void Optimizer::step_end() {
   if (!in_step_) throw std::logic_error("Optimizer::step_end without step_begin");
   in_step_ = false;
-  ++step_count_;
+  if (verdict_unread_) count_unsettled_ = true;  // counted (or not, when skipped) once the verdict is read
+  else ++step_count_;
 }
 
 void Optimizer::step(double lr, std::optional<double> global_grad_norm_in) {
@@ -226,7 +275,7 @@ std::size_t Optimizer::slot_index(std::string_view name) const {
 OptimizerState Optimizer::save_state() const {
   OptimizerState s;
   s.kind = models::to_string(config_.kind);
-  s.step = step_count_;
+  s.step = step_count();
   const std::vector<std::string> names = state_names();
   for (std::size_t i = 0; i < slots_.size(); ++i)
     for (std::size_t k = 0; k < names.size(); ++k) {
@@ -239,6 +288,7 @@ OptimizerState Optimizer::save_state() const {
 
 void Optimizer::load_state(const OptimizerState& s, const std::string& source) {
   if (in_step_) throw std::logic_error("Optimizer::load_state inside a step");
+  settle_step();  // a pending count must not be applied on top of the loaded one
   const std::string kind = models::to_string(config_.kind);
   if (s.kind != kind)
     throw InputError(fmt::format("{}: optimizer state is for '{}', but this run uses '{}'", source, s.kind, kind));

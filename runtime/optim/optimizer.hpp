@@ -19,6 +19,13 @@
 // `norm` is the global L2 norm of all gradients, precomputed by the executor's grad_norm op; pass
 // std::nullopt to let the optimizer compute it from every slot's gradient in step_begin (then every
 // gradient must be final before step_begin, which defeats bucketing).
+// A third form leaves the norm on the device (what the executor's step tail uses):
+//   opt.step_begin_on_device(lr, sum_span, grad_factor); opt.update(...); ...; opt.step_end();
+// takes Σg² from a double in backend memory and forms the norm, the clip divisor and the skip flag (a
+// non-finite norm: the passes change nothing) in the step's StepScalars on the compute stream
+// (Backend::finish_step_scalars), so nothing is read back before the passes are queued. The host learns the
+// verdict lazily: one copy of the StepScalars, the first time step_count(), last_step_verdict(), the next
+// step_begin, save_state or load_state needs it (a skipped step does not advance the step count).
 #pragma once
 #include <array>
 #include <cstddef>
@@ -77,6 +84,15 @@ struct NamedArray {
   std::string name;
   std::vector<float> values;
 };
+// What a step did, for logging and loss scaling: the global norm it used (NaN when it neither needed nor was
+// given one), the divisor its gradients were divided by (1: not clipped), and whether it was skipped (a
+// non-finite norm under step_begin_on_device: weights, moments and the step count unchanged).
+struct StepVerdict {
+  double grad_norm = 0.0;
+  double clip_divisor = 1.0;
+  bool skipped = false;
+};
+
 struct OptimizerState {
   std::string kind;               // "adamw" | "lamb" | "lans" | "sgd"
   int64_t step = 0;               // completed optimizer steps
@@ -100,17 +116,26 @@ class Optimizer {
   // applied on read, StepInputs::grad_factor; also in the norm computed here); `global_grad_norm` is of
   // those values.
   void step_begin(double lr, std::optional<double> global_grad_norm = std::nullopt, double grad_factor = 1.0);
+  // The device form: `sum_of_squares` is one double in the backend's memory holding Σg² of every gradient as
+  // the passes read it (× grad_factor), final on the compute stream before the passes run. The norm is
+  // always formed (it decides the skip); clipping follows the configuration as in step_begin. Never throws
+  // for a non-finite norm: the step is skipped on the device instead.
+  void step_begin_on_device(double lr, const DeviceSpan& sum_of_squares, double grad_factor = 1.0);
   void update(std::span<const std::size_t> slot_indices);
   void update_all();
   void step_end();
   // One-shot shape: step_begin + update_all + step_end.
   void step(double lr, std::optional<double> global_grad_norm = std::nullopt);
 
-  int64_t step_count() const { return step_count_; }   // completed steps
+  // Completed (not skipped) steps. After a step_begin_on_device step, reads its verdict first (once).
+  int64_t step_count() const;
+  // The current/last step's verdict (StepVerdict); after step_begin_on_device one copy of the step's
+  // StepScalars, the first time it is asked, then cached.
+  StepVerdict last_step_verdict() const;
   // Global norm used by the current/last step (NaN when the optimizer did not need it), and the factor
-  // the gradient was divided by (1 when not clipped). For logging.
-  double last_grad_norm() const { return grad_norm_; }
-  double last_clip_divisor() const { return clip_divisor_; }
+  // the gradient was divided by (1 when not clipped). For logging. last_step_verdict()'s fields.
+  double last_grad_norm() const { return last_step_verdict().grad_norm; }
+  double last_clip_divisor() const { return last_step_verdict().clip_divisor; }
   // √(Σ over slots Σ g²): one Backend::sum_of_squares per slot (double, fixed chunk order), added in slot
   // order. What step_begin computes when it is given no norm.
   double global_grad_norm() const;
@@ -135,6 +160,12 @@ class Optimizer {
  private:
   // Whether this kind uses the global gradient norm (clipping); LANS does not (ĝ is scale-invariant).
   bool uses_global_norm() const;
+  // step_begin's checks and per-step resets, shared by both forms.
+  void begin_common(double lr, double grad_factor);
+  // Reads a device step's verdict from the scalars buffer (once); then, when that step has ended, counts
+  // it unless it was skipped.
+  void read_verdict() const;
+  void settle_step() const;
 
   Backend& backend_;
   OptimizerConfig config_;
@@ -143,12 +174,16 @@ class Optimizer {
   DeviceBuffer state_buffer_;                     // every state array, 64-byte aligned each
   DeviceBuffer scalars_buffer_;                   // one optim_math::StepScalars
   std::vector<std::array<DeviceSpan, 2>> state_;  // [slot][state_names() index]
-  int64_t step_count_ = 0;
+  // Mutable: a device step's verdict and its effect on the count are settled lazily by const readers.
+  mutable int64_t step_count_ = 0;
+  mutable bool verdict_unread_ = false;  // a step_begin_on_device step whose StepScalars were not read yet
+  mutable bool count_unsettled_ = false; // that step has ended; step_count_ not yet advanced (or not: skipped)
+  mutable bool skipped_ = false;
+  mutable double grad_norm_ = 0.0;
+  mutable double clip_divisor_ = 1.0;  // gradients are divided by this (apex: clipped_global_grad_norm)
   // Valid between step_begin and step_end:
   bool in_step_ = false;
   double lr_ = 0.0;
-  double grad_norm_ = 0.0;
-  double clip_divisor_ = 1.0;  // gradients are divided by this (apex: clipped_global_grad_norm)
   double grad_factor_ = 1.0;   // gradients are read × this (StepInputs::grad_factor)
   std::vector<char> updated_;  // per slot, this step
 

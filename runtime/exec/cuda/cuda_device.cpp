@@ -15,6 +15,7 @@
 #include "runtime/exec/cuda/cuda_backend.hpp"
 #include "runtime/exec/cuda/cuda_check.hpp"
 #include "runtime/exec/cuda/convert_16bit.hpp"
+#include "runtime/exec/cuda/optimizer.hpp"  // defines: launch_finish_step_scalars
 #include "runtime/exec/cuda/vector_ops.hpp"
 #include "runtime/exec/math/storage_dtype.hpp"  // defines: storage_of
 #include "runtime/exec/precision.hpp"
@@ -237,6 +238,27 @@ double CudaDevice::scaled_sum_of_squares(const DeviceSpan& span, models::DType d
                                compute_stream());
   check_launch("scaled_sum_of_squares");
   return read_norm_result();
+}
+
+void CudaDevice::scaled_sum_of_squares_into(const DeviceSpan& span, models::DType dtype, double factor,
+                                            const DeviceSpan& sum) {
+  if (sum.bytes != sizeof(double))
+    throw std::invalid_argument("cuda backend: scaled_sum_of_squares_into: the sum is one double");
+  const size_t n = span.bytes / cpu::tail_element_bytes(dtype);
+  if (n == 0) return;  // sum + 0: the same double
+  auto* partials = static_cast<double*>(scratch(cpu::chunk_count(n) * sizeof(double)));
+  launch_add_scaled_sum_of_squares(reinterpret_cast<double*>(checked(sum)), partials, checked(span),
+                                   tail_storage(dtype), static_cast<float>(factor), n, cpu::kChunkElements,
+                                   compute_stream());
+  check_launch("scaled_sum_of_squares_into");
+}
+
+void CudaDevice::finish_step_scalars(const DeviceSpan& scalars, const DeviceSpan& sum, double max_grad_norm) {
+  if (scalars.bytes != sizeof(optim_math::StepScalars) || sum.bytes != sizeof(double))
+    throw std::invalid_argument("cuda backend: finish_step_scalars: expected one StepScalars and one double");
+  launch_finish_step_scalars(reinterpret_cast<optim_math::StepScalars*>(checked(scalars)),
+                             reinterpret_cast<const double*>(checked(sum)), max_grad_norm, compute_stream());
+  check_launch("finish_step_scalars");
 }
 
 // The CPU's convert_host rules (cpu_16bit_vectors.cpp): equal dtypes copy, f32 ↔ f16/bf16 convert, f16 ↔ bf16

@@ -57,6 +57,11 @@ class CudaDevice : public Backend, public CudaStreamSource {
   double sum_of_squares(const DeviceSpan& span) override;
   // On the device (vector_ops.cu, convert_16bit.cu), the bits of Backend's host-copy defaults.
   double scaled_sum_of_squares(const DeviceSpan& span, models::DType dtype, double factor) override;
+  // Queued on the compute stream, nothing read back (vector_ops.cu's accumulating sum; optimizer.cu's
+  // one-thread finish_norm).
+  void scaled_sum_of_squares_into(const DeviceSpan& span, models::DType dtype, double factor,
+                                  const DeviceSpan& sum) override;
+  void finish_step_scalars(const DeviceSpan& scalars, const DeviceSpan& sum, double max_grad_norm) override;
   void convert(const DeviceSpan& dst, models::DType dst_dtype, const DeviceSpan& src, models::DType src_dtype) override;
 
  protected:

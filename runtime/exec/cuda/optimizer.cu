@@ -361,7 +361,18 @@ bool same_list(const OptimizerDeviceTables& d, std::span<const OptimizerTensorAd
   return std::equal(d.list.begin(), d.list.end(), tensors.begin(), tensors.end());
 }
 
+// The step's norm verdict, one thread (optim_math::finish_norm: the host's expressions, correctly rounded √ and
+// / in double on both sides).
+__global__ void finish_step_scalars_kernel(StepScalars* scalars, const double* sum_of_squares, double max_grad_norm) {
+  optim_math::finish_norm(*scalars, *sum_of_squares, max_grad_norm);
+}
+
 }  // namespace
+
+void launch_finish_step_scalars(StepScalars* scalars, const double* sum_of_squares, double max_grad_norm,
+                                cudaStream_t stream) {
+  finish_step_scalars_kernel<<<1, 1, 0, stream>>>(scalars, sum_of_squares, max_grad_norm);
+}
 
 MultiTensorOptimizer::MultiTensorOptimizer() = default;
 

@@ -62,4 +62,9 @@ class MultiTensorOptimizer {
   size_t last_ = 0;  // the entry used last: the next bucket's is usually the one after it
 };
 
+// optim_math::finish_norm(*scalars, *sum_of_squares, max_grad_norm) as one thread on `stream` (both pointers
+// device memory): the step tail's norm, clip divisor and skip flag formed where Σg² lies.
+void launch_finish_step_scalars(optim_math::StepScalars* scalars, const double* sum_of_squares, double max_grad_norm,
+                                cudaStream_t stream);
+
 }  // namespace ptsim::runtime::cuda

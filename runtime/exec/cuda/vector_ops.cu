@@ -55,10 +55,11 @@ __global__ void chunk_squares_kernel(double* partials, Read read, int64_t n, int
   if (lane == 0 && c < chunks) partials[c] = s;
 }
 
-__global__ void add_in_order_kernel(double* out, const double* partials, int64_t count) {
+// *out = Σ partials in chunk order; accumulate: *out = *out + that Σ (the host's `sum += one(...)`).
+__global__ void add_in_order_kernel(double* out, const double* partials, int64_t count, bool accumulate) {
   double s = 0.0;
   for (int64_t c = 0; c < count; ++c) s += partials[c];
-  *out = s;
+  *out = accumulate ? *out + s : s;
 }
 
 __global__ void round_kernel(float* x, int64_t n, bool bf16) {
@@ -68,14 +69,15 @@ __global__ void round_kernel(float* x, int64_t n, bool bf16) {
 }
 
 template <class Read>
-void launch_chunk_squares(double* out, double* partials, Read read, size_t n, size_t chunk, cudaStream_t stream) {
+void launch_chunk_squares(double* out, double* partials, Read read, size_t n, size_t chunk, cudaStream_t stream,
+                          bool accumulate = false) {
   const size_t chunks = (n + chunk - 1) / chunk;
   if (chunks > 0) {
     const auto blocks = static_cast<unsigned>((chunks + kChunksPerBlock - 1) / kChunksPerBlock);
     chunk_squares_kernel<<<blocks, kChunksPerBlock * math::kSumLanes, 0, stream>>>(
         partials, read, static_cast<int64_t>(n), static_cast<int64_t>(chunk), static_cast<int64_t>(chunks));
   }
-  add_in_order_kernel<<<1, 1, 0, stream>>>(out, partials, static_cast<int64_t>(chunks));
+  add_in_order_kernel<<<1, 1, 0, stream>>>(out, partials, static_cast<int64_t>(chunks), accumulate);
 }
 
 }  // namespace
@@ -92,6 +94,13 @@ void launch_sum_of_squares(double* out, double* partials, const float* x, size_t
 void launch_scaled_sum_of_squares(double* out, double* partials, const void* x, math::Storage kind, float factor,
                                   size_t n, size_t chunk, cudaStream_t stream) {
   launch_chunk_squares(out, partials, ScaledRead{x, kind, factor}, n, chunk, stream);
+}
+
+void launch_add_scaled_sum_of_squares(double* sum, double* partials, const void* x, math::Storage kind, float factor,
+                                      size_t n, size_t chunk, cudaStream_t stream) {
+  if (kind == math::Storage::f32 && factor == 1.0f)  // the plain sum's reads, as scaled_sum_of_squares takes it
+    return launch_chunk_squares(sum, partials, Fp32Read{static_cast<const float*>(x)}, n, chunk, stream, true);
+  launch_chunk_squares(sum, partials, ScaledRead{x, kind, factor}, n, chunk, stream, true);
 }
 
 void launch_round_to_16bit(float* x, size_t n, bool bf16, cudaStream_t stream) {

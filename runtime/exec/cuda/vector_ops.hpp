@@ -20,6 +20,10 @@ void launch_sum_of_squares(double* out, double* partials, const float* x, size_t
 // the CPU's scaled_sum_of_squares_host bits (cpu_16bit_vectors.hpp).
 void launch_scaled_sum_of_squares(double* out, double* partials, const void* x, math::Storage kind, float factor,
                                   size_t n, size_t chunk, cudaStream_t stream);
+// *sum = *sum + (that sum), *sum a double in device memory: the step tail's Σg² over several arrays, added
+// in the host's order without a copy back (f32 with factor 1 reads as launch_sum_of_squares does).
+void launch_add_scaled_sum_of_squares(double* sum, double* partials, const void* x, math::Storage kind, float factor,
+                                      size_t n, size_t chunk, cudaStream_t stream);
 // x ← the nearest bf16 (bf16) or fp16 value, ties to even (the GPU's own conversions).
 void launch_round_to_16bit(float* x, size_t n, bool bf16, cudaStream_t stream);
 
