@@ -2,7 +2,8 @@
 // against the host expressions they replaced as kernel arguments (adam_step's coefficients,
 // static_cast<float> of lr and the clip divisor, fp32(grad_factor)), bit for bit; the skip flag of the CPU
 // reference and of Backend's host-copy default (a skipped step changes no weight or moment); and the
-// Optimizer writing the scalars into its backend buffer once per step. Every expected value is the host
+// Optimizer writing the scalars into its backend buffer once per step; finish_norm (the step tail's norm
+// verdict formed where Σg² lies) against the host expressions it replaced, and the two backend ops around it. Every expected value is the host
 // expression itself, compared by bits (memcmp): no tolerance, because the struct must carry exactly what
 // the kernels were given before.
 #include <doctest/doctest.h>
@@ -145,4 +146,102 @@ TEST_CASE("Optimizer::step_begin writes this step's scalars into its backend buf
   }
   backend->free(weights);
   backend->free(grads);
+}
+
+// The expressions finish_norm replaces, as the executor and Optimizer::step_begin wrote them on the host:
+// norm = std::sqrt(Σg²); skip = !std::isfinite(norm); divisor = norm / max when clipping (max > 0) and
+// norm > max, else 1; clip = fp32(divisor).
+namespace {
+struct HostVerdict {
+  double norm, divisor;
+  bool skip;
+};
+HostVerdict host_verdict(double sum_of_squares, double max_norm) {
+  const double norm = std::sqrt(sum_of_squares);
+  const bool skip = !std::isfinite(norm);
+  const double divisor = !skip && max_norm > 0.0 && norm > max_norm ? norm / max_norm : 1.0;
+  return {norm, divisor, skip};
+}
+}  // namespace
+
+TEST_CASE("finish_norm gives the host's norm, clip divisor and skip flag bit for bit; Backend's default and the CPU agree") {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  // Σg²: 0, tiny, exactly max² (norm = max: not clipped), just above, irrational roots, huge, inf, NaN.
+  const double sums[] = {0.0, 1e-300, 1.0, std::nextafter(1.0, 2.0), 2.0, 0.3, 46.09, 1e30, 1e308, inf, nan};
+  const double maxes[] = {1.0, 0.0, -1.0, 0.5, 3.0};  // <= 0: no clipping
+  auto backend = make_cpu_backend(ComputeType::f32, 1);
+  DeviceBuffer scalars_buffer = backend->allocate(sizeof(StepScalars));
+  DeviceBuffer sum_buffer = backend->allocate(sizeof(double));
+  const DeviceSpan scalars = DeviceSpan::of(scalars_buffer), sum = DeviceSpan::of(sum_buffer);
+  for (double q : sums)
+    for (double max_norm : maxes) {
+      CAPTURE(q);
+      CAPTURE(max_norm);
+      StepScalars s = optim_math::step_scalars(hyper(optim_math::Rule::lamb), StepInputs{1e-3, 5, 1.0, 0.25});
+      const StepScalars before = s;
+      optim_math::finish_norm(s, q, max_norm);
+      const HostVerdict h = host_verdict(q, max_norm);
+      CHECK(same_bits(s.grad_norm, h.norm));  // NaN stays the same NaN: std::sqrt of it
+      CHECK(same_bits(s.grad_norm_f32, static_cast<float>(h.norm)));
+      CHECK(s.skip == (h.skip ? 1 : 0));
+      CHECK(same_bits(s.clip_divisor, h.divisor));
+      CHECK(same_bits(s.clip, static_cast<float>(h.divisor)));
+      // The host's part is left as step_scalars wrote it.
+      CHECK(same_bits(s.lr, before.lr));
+      CHECK(s.t == before.t);
+      CHECK(same_bits(s.bc1, before.bc1));
+      CHECK(same_bits(s.bc2, before.bc2));
+      CHECK(same_bits(s.grad_factor, before.grad_factor));
+      // The backend ops: the CPU backend in place and Backend's host-copy default, the same bytes.
+      for (bool host_copies : {false, true}) {
+        backend->copy_to_device(scalars, &before);
+        backend->copy_to_device(sum, &q);
+        if (host_copies) backend->Backend::finish_step_scalars(scalars, sum, max_norm);
+        else backend->finish_step_scalars(scalars, sum, max_norm);
+        StepScalars got;
+        backend->copy_to_host(&got, scalars);
+        CHECK(std::memcmp(&got, &s, sizeof s) == 0);
+      }
+    }
+  // The named cases, spelled out: exactly at the threshold no clipping; above it norm / max.
+  StepScalars at;
+  optim_math::finish_norm(at, 4.0, 2.0);
+  CHECK(at.clip_divisor == 1.0);
+  CHECK(at.skip == 0);
+  StepScalars above;
+  optim_math::finish_norm(above, 16.0, 2.0);
+  CHECK(above.clip_divisor == 2.0);
+  StepScalars overflow;
+  optim_math::finish_norm(overflow, inf, 1.0);
+  CHECK(overflow.skip == 1);
+  CHECK(overflow.clip_divisor == 1.0);
+  backend->free(sum_buffer);
+  backend->free(scalars_buffer);
+}
+
+TEST_CASE("scaled_sum_of_squares_into adds the returned double to the sum: CPU in place and Backend's default") {
+  // A 16-bit-free f32 array straddling a chunk (2^15 + 5 elements) and a factor: the same double as the host
+  // adding scaled_sum_of_squares' result to a running sum.
+  const size_t n = (size_t{1} << 15) + 5;
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i))) * 3.0f;
+  auto backend = make_cpu_backend(ComputeType::f32, 2);
+  DeviceBuffer xb = backend->allocate(n * sizeof(float)), sb = backend->allocate(sizeof(double));
+  const DeviceSpan xs = DeviceSpan::of(xb), sum = DeviceSpan::of(sb);
+  backend->copy_to_device(xs, x.data());
+  for (double factor : {1.0, 1.0 / 3000.0})
+    for (bool host_copies : {false, true}) {
+      CAPTURE(factor);
+      CAPTURE(host_copies);
+      const double start = 0.1;  // a running sum that is not 0
+      backend->copy_to_device(sum, &start);
+      if (host_copies) backend->Backend::scaled_sum_of_squares_into(xs, ptsim::models::DType::f32, factor, sum);
+      else backend->scaled_sum_of_squares_into(xs, ptsim::models::DType::f32, factor, sum);
+      double got = 0.0;
+      backend->copy_to_host(&got, sum);
+      const double expected = start + backend->scaled_sum_of_squares(xs, ptsim::models::DType::f32, factor);
+      CHECK(same_bits(got, expected));
+    }
+  backend->free(sb);
+  backend->free(xb);
 }

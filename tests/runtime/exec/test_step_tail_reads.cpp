@@ -1,0 +1,157 @@
+// tests/runtime/exec/test_step_tail_reads.cpp — the step tail queues the gradients' norm, the clip divisor,
+// the skip flag and the optimizer's passes without a host read (issue #8; docs/cuda-backend.md, "The
+// optimizer"): a counting Backend wrapper around the CPU backend counts every call that reads device memory
+// back on a GPU (copy_to_host, synchronize, and sum_of_squares / scaled_sum_of_squares, which return a
+// double through a copy) during run_step_tail, for fp32, bf16 and fp16 (with a loss scale) and AdamW, LAMB
+// and LANS on the tiny BERT; then last_grad_norm() and last_step_skipped() together make exactly one copy,
+// and the optimizer's step count needs no other. An fp16 overflow (a loss scale too big) is decided on the
+// device the same way: zero reads in the tail, one for the verdict, the step count not advanced.
+// Every expected count is exact: the design promises none in the tail and one per step for the verdict.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "models/builder.hpp"
+#include "runtime/exec/backend.hpp"
+#include "runtime/exec/executor.hpp"
+#include "runtime/optim/optimizer.hpp"
+#include "tests/runtime/exec/executor_test_support.hpp"
+
+using namespace ptsim::runtime;
+using namespace ptsim::models;
+
+namespace {
+
+// Forwards everything to the CPU backend and counts the calls that would read device memory back.
+class CountingBackend final : public Backend {
+ public:
+  explicit CountingBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
+  int host_reads = 0;  // copy_to_host + synchronize + sum_of_squares + scaled_sum_of_squares
+  int copies_to_host = 0;
+
+  const char* name() const override { return "counting-cpu"; }
+  ComputeType compute() const override { return inner_->compute(); }
+  bool stores_16bit() const override { return inner_->stores_16bit(); }
+  DeviceBuffer allocate(size_t bytes) override { return inner_->allocate(bytes); }
+  void free(DeviceBuffer buffer) override { inner_->free(buffer); }
+  void* kernel_address(const DeviceSpan& span) override { return inner_->kernel_address(span); }
+  bool host_addressable() const override { return inner_->host_addressable(); }
+  void copy_to_device(const DeviceSpan& dst, const void* src) override { inner_->copy_to_device(dst, src); }
+  void copy_to_device_async(const DeviceSpan& dst, const void* src) override { inner_->copy_to_device_async(dst, src); }
+  void copy_to_host(void* dst, const DeviceSpan& src) override {
+    ++host_reads;
+    ++copies_to_host;
+    inner_->copy_to_host(dst, src);
+  }
+  void copy(const DeviceSpan& dst, const DeviceSpan& src) override { inner_->copy(dst, src); }
+  void fill_zero(const DeviceSpan& span) override { inner_->fill_zero(span); }
+  Stream create_stream() override { return inner_->create_stream(); }
+  Event create_event() override { return inner_->create_event(); }
+  void record(Event event, Stream stream) override { inner_->record(event, stream); }
+  void wait(Stream stream, Event event) override { inner_->wait(stream, event); }
+  double elapsed_seconds(Event start, Event stop) override { return inner_->elapsed_seconds(start, stop); }
+  void synchronize(Stream stream) override {
+    ++host_reads;
+    inner_->synchronize(stream);
+  }
+  void run(const TaskGraph& graph, const Op& op, std::span<void* const> inputs, std::span<void* const> outputs,
+           const OpContext& context) override {
+    inner_->run(graph, op, inputs, outputs, context);
+  }
+  void round_to_dtype(const DeviceSpan& span, DType dtype) override { inner_->round_to_dtype(span, dtype); }
+  void scale(const DeviceSpan& span, double factor) override { inner_->scale(span, factor); }
+  double sum_of_squares(const DeviceSpan& span) override {
+    ++host_reads;
+    return inner_->sum_of_squares(span);
+  }
+  double scaled_sum_of_squares(const DeviceSpan& span, DType dtype, double factor) override {
+    ++host_reads;
+    return inner_->scaled_sum_of_squares(span, dtype, factor);
+  }
+  void scaled_sum_of_squares_into(const DeviceSpan& span, DType dtype, double factor, const DeviceSpan& sum) override {
+    inner_->scaled_sum_of_squares_into(span, dtype, factor, sum);
+  }
+  void finish_step_scalars(const DeviceSpan& scalars, const DeviceSpan& sum, double max_grad_norm) override {
+    inner_->finish_step_scalars(scalars, sum, max_grad_norm);
+  }
+  void convert(const DeviceSpan& dst, DType dst_dtype, const DeviceSpan& src, DType src_dtype) override {
+    inner_->convert(dst, dst_dtype, src, src_dtype);
+  }
+  void optimizer_step(const optim_math::Hyperparameters& hyper, const DeviceSpan& scalars,
+                      std::span<const OptimizerTensor> tensors) override {
+    inner_->optimizer_step(hyper, scalars, tensors);
+  }
+  bool optimizer_reads_16bit_gradients() const override { return inner_->optimizer_reads_16bit_gradients(); }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+};
+
+struct TailCounts {
+  int tail_reads = 0;      // during run_step_tail
+  int verdict_copies = 0;  // during last_grad_norm() + last_step_skipped() + step_count()
+  double norm = 0;
+  bool skipped = false;
+  int64_t steps = 0;
+};
+
+// One micro-step of the tiny BERT at `precision` with `kind`'s graph and optimizer, then the tail with
+// loss scale `scale`, counting.
+TailCounts count_tail(Precision precision, OptimizerKind kind, double scale) {
+  Recipe r = ptsim::test::fd_recipe();
+  r.precision = precision;
+  r.optimizer = kind;
+  ExecutorOptions o;
+  o.time_ops = false;
+  auto owned = std::make_unique<CountingBackend>(make_cpu_backend(ComputeType::f32, 1));
+  CountingBackend* counting = owned.get();
+  Executor ex(build_task_graph(ptsim::test::tiny_bert(), r), o, std::move(owned));
+  ex.init_parameters(7);
+  ptsim::test::fill_inputs(ex, 11, scale);
+  ex.run_micro_step(0, 0);
+  auto opt = make_optimizer(ex.backend(), default_optimizer_config(kind), ex.param_slots());
+  TailCounts c;
+  counting->host_reads = 0;
+  ex.run_step_tail(nullptr, opt.get(), 1e-3, scale);
+  c.tail_reads = counting->host_reads;
+  counting->copies_to_host = 0;
+  c.norm = ex.last_grad_norm();
+  c.skipped = ex.last_step_skipped();
+  c.steps = opt->step_count();
+  c.verdict_copies = counting->copies_to_host;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("run_step_tail reads nothing back; the verdict costs one copy, shared by the executor and the optimizer") {
+  for (Precision p : {Precision::fp32, Precision::bf16, Precision::fp16})
+    for (OptimizerKind kind : {OptimizerKind::adamw, OptimizerKind::lamb, OptimizerKind::lans}) {
+      const double scale = p == Precision::fp16 ? 1024.0 : 1.0;  // fp16: a loss scale fp16 holds
+      CAPTURE(std::string(to_string(p)));
+      CAPTURE(std::string(to_string(kind)));
+      const TailCounts c = count_tail(p, kind, scale);
+      CHECK(c.tail_reads == 0);
+      CHECK(c.verdict_copies == 1);
+      CHECK(std::isfinite(c.norm));
+      CHECK(c.norm > 0.0);
+      CHECK_FALSE(c.skipped);
+      CHECK(c.steps == 1);
+    }
+}
+
+TEST_CASE("an fp16 overflow is decided on the device: no read in the tail, one for the verdict, t not advanced") {
+  // A loss scale of 2^24 (Apex's maximum) overflows fp16's backward (max 65504), as test_mixed_precision.cpp's overflow
+  // case; the norm is then inf or NaN and the step is skipped by the flag the passes obey.
+  for (OptimizerKind kind : {OptimizerKind::adamw, OptimizerKind::lamb, OptimizerKind::lans}) {
+    CAPTURE(std::string(to_string(kind)));
+    const TailCounts c = count_tail(Precision::fp16, kind, 16777216.0);
+    CHECK(c.tail_reads == 0);
+    CHECK(c.verdict_copies == 1);
+    CHECK_FALSE(std::isfinite(c.norm));
+    CHECK(c.skipped);
+    CHECK(c.steps == 0);
+  }
+}
