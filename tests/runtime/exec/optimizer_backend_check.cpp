@@ -17,7 +17,9 @@
 // Then the rest of the step tail against the CPU passes (cpu_16bit_vectors.hpp), bit for bit:
 // scaled_sum_of_squares over f32/f16/bf16 arrays (factor 1 and 1/3000; sizes around the 2^15-element
 // chunks) must return the same double, and convert (f32 → f16/bf16 over half_bits_patterns.hpp's fp32
-// sweep, f16/bf16 → f32 over all 65,536 patterns, f32 → f32) must write the same bytes. In cpu mode these
+// sweep, f16/bf16 → f32 over all 65,536 patterns, f32 → f32) must write the same bytes; the device norm
+// verdict (scaled_sum_of_squares_into over several arrays, then finish_step_scalars with clipping on and off,
+// and for 0, inf and NaN sums) must give the host's double and the host finish_norm's StepScalars bytes. In cpu mode these
 // compare the CPU backend's threaded in-place passes with the one-thread host functions.
 // Before the rules, a self-check proves the comparison can fail: one flipped low bit must be reported.
 #include <fmt/format.h>
@@ -27,6 +29,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -38,6 +41,7 @@
 #include "runtime/exec/cpu_16bit_vectors.hpp"
 #include "runtime/exec/cpu_optimizer.hpp"
 #include "runtime/exec/cpu_parallel.hpp"  // defines: kChunkElements
+#include "runtime/optim/step_scalars.hpp"  // defines: StepScalars, finish_norm
 #include "tests/runtime/exec/half_bits_patterns.hpp"
 #ifdef PTSIM_HAVE_CUDA
 #include "runtime/exec/cuda/cuda_backend.hpp"  // defines: cuda_device_count
@@ -400,7 +404,62 @@ int check_converts(Backend& backend) {
   return failed;
 }
 
-int check_step_tail(Backend& backend) { return check_scaled_sums(backend) + check_converts(backend); }
+// The step tail's device norm verdict (docs/cuda-backend.md, "The optimizer"): Σg² accumulated over several
+// arrays by scaled_sum_of_squares_into from a zeroed double vs the host adding scaled_sum_of_squares_host's
+// doubles in the same order (the same double), then finish_step_scalars vs optim_math::finish_norm on the
+// host (the same 64 bytes), for that sum and for 0, exactly max², inf and NaN, clipping at 1, 3 and off.
+int check_device_norm(Backend& backend) {
+  const size_t C = runtime::cpu::kChunkElements;
+  int failed = 0, checked = 0;
+  const DeviceCopy sum_dev(backend, std::vector<char>(sizeof(double)));
+  for (double factor : {1.0, 1.0 / kLossScale}) {
+    backend.fill_zero(sum_dev.span());
+    double want = 0.0;
+    size_t k = 0;
+    for (models::DType dtype : {models::DType::f32, models::DType::bf16, models::DType::f16})
+      for (size_t n : {size_t{1}, C + 1, 3 * C + 17}) {
+        const std::vector<char> host = random_tail_array(n, dtype, 101 + k++);
+        const DeviceCopy dev(backend, host);
+        backend.scaled_sum_of_squares_into(dev.span(), dtype, factor, sum_dev.span());
+        want = want + runtime::cpu::scaled_sum_of_squares_host(host.data(), n, dtype, static_cast<float>(factor), 1);
+      }
+    double got = 0.0;
+    backend.copy_to_host(&got, sum_dev.span());
+    ++checked;
+    if (std::memcmp(&got, &want, sizeof got) != 0) {
+      ++failed;
+      fmt::print("FAIL scaled_sum_of_squares_into factor={}: {:.17g}, the host's order {:.17g}\n", factor, got, want);
+    }
+    const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+    for (double sum : {want, 0.0, 9.0, inf, nan})
+      for (double max_norm : {1.0, 3.0, 0.0}) {
+        optim_math::StepScalars host_scalars =
+            optim_math::step_scalars(optim_math::Hyperparameters{}, optim_math::StepInputs{1e-3, 3, 1.0, factor});
+        std::vector<char> bytes(sizeof host_scalars);
+        std::memcpy(bytes.data(), &host_scalars, sizeof host_scalars);
+        const DeviceCopy scalars_dev(backend, bytes);
+        backend.copy_to_device(sum_dev.span(), &sum);
+        backend.finish_step_scalars(scalars_dev.span(), sum_dev.span(), max_norm);
+        optim_math::finish_norm(host_scalars, sum, max_norm);
+        optim_math::StepScalars device_scalars;
+        backend.copy_to_host(&device_scalars, scalars_dev.span());
+        ++checked;
+        if (std::memcmp(&device_scalars, &host_scalars, sizeof host_scalars) != 0) {
+          ++failed;
+          fmt::print("FAIL finish_step_scalars sum={:.17g} max={}: norm {:.17g} clip {:.17g} skip {}, the host's "
+                     "{:.17g} {:.17g} {}\n", sum, max_norm, device_scalars.grad_norm, device_scalars.clip_divisor,
+                     device_scalars.skip, host_scalars.grad_norm, host_scalars.clip_divisor, host_scalars.skip);
+        }
+      }
+  }
+  fmt::print("{} device norm verdict: {} of {} cases the host's bytes, bit for bit\n", failed == 0 ? "ok" : "FAIL",
+             checked - failed, checked);
+  return failed;
+}
+
+int check_step_tail(Backend& backend) {
+  return check_scaled_sums(backend) + check_converts(backend) + check_device_norm(backend);
+}
 
 // The comparison must see one flipped low bit.
 bool self_check() {
