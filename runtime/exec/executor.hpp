@@ -158,7 +158,9 @@ class Executor {
   std::vector<ParamSlot> param_slots();
   // The global gradient L2 norm the last run_step_tail computed (by the grad_norm op, or before the first
   // update when the graph has none; NaN when neither ran), and whether that tail skipped the optimizer
-  // because the norm was not finite (weights and optimizer state unchanged).
+  // because the norm was not finite (weights and optimizer state unchanged). Under f32 compute both come from
+  // the verdict the tail left in backend memory: one small copy the first time either is asked, then cached
+  // (the optimizer given to that tail must still exist then).
   double last_grad_norm() const;
   bool last_step_skipped() const;
   // The fp32 staging for 16-bit gradient all-reduces allocated so far (bytes; all_reduce_staging_bytes is
