@@ -72,31 +72,47 @@ models::TaskGraph storage_graph(const models::TaskGraph& graph, bool stores_16bi
 }
 
 namespace {
-// The 16-bit gradient buckets of `stored` (all_reduce ops of 16-bit gradients): how many, and the fp32 bytes
-// of the largest, the alignment padding between its tensors included (each tensor rounded up to
-// kGradientAlignElements, as the flat gradient buffer places them).
+// The 16-bit gradient buckets of `stored` (all_reduce ops of 16-bit gradients), in op order: each one's fp32
+// bytes, the alignment padding between its tensors included (each tensor rounded up to
+// kGradientAlignElements, as the flat gradient buffer places them), and each op's place in that order.
 struct Staged16bitBuckets {
-  int count = 0;
-  size_t largest_bytes = 0;
+  std::vector<size_t> bytes;    // per bucket, in op order
+  std::vector<int> ordinal_of;  // per op id: its bucket's index in `bytes`, -1 not a 16-bit bucket
 };
 Staged16bitBuckets staged_16bit_buckets(const models::TaskGraph& stored) {
   Staged16bitBuckets b;
+  b.ordinal_of.assign(stored.ops.size(), -1);
   for (const Op& op : stored.ops) {
     if (op.kind != OpKind::all_reduce || op.inputs.empty() || !is_16bit_float(stored.tensor(op.inputs.front()).dtype))
       continue;
     size_t elements = 0;
     for (int id : op.inputs) elements += aligned_gradient_elements(stored.tensor(id).elements());
-    ++b.count;
-    b.largest_bytes = std::max(b.largest_bytes, elements * sizeof(float));
+    b.ordinal_of[static_cast<size_t>(op.id)] = static_cast<int>(b.bytes.size());
+    b.bytes.push_back(elements * sizeof(float));
   }
   return b;
+}
+// The staging slot of the bucket with index `ordinal`: with overlap_comm bucket i always takes slot
+// i mod kAllReduceStagingSlots (consecutive buckets, started one after the other in backward, alternate), so a
+// slot only needs the largest bucket of its own residue; without, one slot (the buckets run one at a time).
+size_t staging_slot_for(int ordinal, bool overlap_comm) {
+  return overlap_comm ? static_cast<size_t>(ordinal) % kAllReduceStagingSlots : 0;
+}
+// Each slot's bytes: the largest bucket that takes it (0: no bucket does, never allocated).
+std::vector<size_t> staging_slot_sizes(const Staged16bitBuckets& b, bool overlap_comm) {
+  std::vector<size_t> sizes(kAllReduceStagingSlots, 0);
+  for (size_t i = 0; i < b.bytes.size(); ++i) {
+    size_t& size = sizes[staging_slot_for(static_cast<int>(i), overlap_comm)];
+    size = std::max(size, b.bytes[i]);
+  }
+  return sizes;
 }
 }  // namespace
 
 double all_reduce_staging_bytes(const models::TaskGraph& stored, bool overlap_comm) {
-  const Staged16bitBuckets b = staged_16bit_buckets(stored);
-  const int slots = overlap_comm ? std::min(b.count, kAllReduceStagingSlots) : std::min(b.count, 1);
-  return static_cast<double>(slots) * static_cast<double>(b.largest_bytes);
+  double total = 0;
+  for (size_t size : staging_slot_sizes(staged_16bit_buckets(stored), overlap_comm)) total += static_cast<double>(size);
+  return total;
 }
 
 namespace {
@@ -113,18 +129,19 @@ struct Executor::Impl {
   int64_t offset_scale = 1;    // arena offsets × this (2 for f64)
   DeviceBuffer arena, weights, gradients, inputs, masters, scalars, staging;
   // 16-bit gradient buckets are all-reduced through fp32 staging (all_reduce_staging_bytes): a pool of
-  // kAllReduceStagingSlots buffers, each the largest bucket's size, allocated at first use. A bucket holds
-  // its slot from its widening until it is narrowed; a bucket that needs a slot every one of which is held
-  // first finishes the oldest holder (waits for its all-reduce, narrows it): then finished_early[that op].
+  // kAllReduceStagingSlots buffers, allocated at first use. Bucket i (op order) always takes slot
+  // i mod kAllReduceStagingSlots under overlap_comm (slot 0 without), each slot the size of the largest
+  // bucket that takes it (staging_slot_sizes). A bucket holds its slot from its widening until it is
+  // narrowed; a bucket whose slot is held first finishes the holder (waits for that all-reduce alone,
+  // narrows it): then finished_early[that op].
   struct StagingSlot {
     DeviceBuffer buffer;
     int holder = -1;      // the all_reduce op whose bucket is staged here, -1 none
     Event reduced{};      // recorded on the comm stream right after the holder's all-reduce was started
-    uint64_t since = 0;   // when it was taken (slot_clock), for oldest-first reuse
   };
   std::vector<StagingSlot> staging_slots;
-  size_t staging_slot_bytes = 0;  // staged_16bit_buckets(stored).largest_bytes
-  uint64_t slot_clock = 0;
+  std::vector<size_t> staging_slot_bytes;  // per slot (staging_slot_sizes)
+  std::vector<int> bucket_ordinal;         // per op id (staged_16bit_buckets(stored).ordinal_of)
   std::vector<int> slot_of;           // per op id: the slot its bucket holds, -1
   std::vector<char> finished_early;   // per op id: reduced and narrowed before the tail reached it
   bool gradients_16bit = false;  // the parameter gradients are stored as 16 bits (storage_graph)
@@ -330,7 +347,9 @@ struct Executor::Impl {
       if (is_16bit_float(stored.tensor(p.gradient).dtype)) gradients_16bit = true;
     staging_slots.assign(kAllReduceStagingSlots, StagingSlot{});
     for (StagingSlot& slot : staging_slots) slot.reduced = backend->create_event();
-    staging_slot_bytes = staged_16bit_buckets(stored).largest_bytes;
+    const Staged16bitBuckets staged = staged_16bit_buckets(stored);
+    staging_slot_bytes = staging_slot_sizes(staged, options.overlap_comm);
+    bucket_ordinal = staged.ordinal_of;
     slot_of.assign(graph.ops.size(), -1);
     finished_early.assign(graph.ops.size(), 0);
     allocate_scalars();
@@ -699,28 +718,20 @@ struct Executor::Impl {
     narrow_bucket({{op.inputs.front(), *contiguous(op.inputs)}}, slot, comm);
     release_staging_slot(op);
   }
-  // A staging slot for bucket `op`: a free one (one already allocated first), else the oldest held one, whose
-  // bucket is finished first (finish_started_bucket: the same wait and narrowing the tail would do, earlier;
-  // its gradients are final, so the same bits). Bounds the staging at kAllReduceStagingSlots buffers.
+  // Bucket `op`'s staging slot (staging_slot_for). Held by an older bucket: that one is finished first
+  // (finish_started_bucket: the same wait and narrowing the tail would do, earlier; its gradients are final,
+  // so the same bits). Bounds the staging at all_reduce_staging_bytes.
   size_t take_staging_slot(const Op& op, Communicator& comm) {
-    size_t pick = staging_slots.size();
-    for (size_t i = 0; i < staging_slots.size(); ++i) {
-      const StagingSlot& slot = staging_slots[i];
-      if (slot.holder >= 0) continue;
-      if (pick == staging_slots.size() || (slot.buffer.valid() && !staging_slots[pick].buffer.valid())) pick = i;
-    }
-    if (pick == staging_slots.size()) {  // every slot held: finish the oldest holder
-      pick = 0;
-      for (size_t i = 1; i < staging_slots.size(); ++i)
-        if (staging_slots[i].since < staging_slots[pick].since) pick = i;
-      const int holder = staging_slots[pick].holder;
+    const int ordinal = bucket_ordinal[static_cast<size_t>(op.id)];
+    if (ordinal < 0) throw std::logic_error(fmt::format("op {}: not a 16-bit gradient bucket (staged_16bit_buckets)", op.name));
+    const size_t pick = staging_slot_for(ordinal, options.overlap_comm);
+    if (const int holder = staging_slots[pick].holder; holder >= 0) {
       finish_started_bucket(graph.ops[static_cast<size_t>(holder)], comm);
       finished_early[static_cast<size_t>(holder)] = 1;
     }
     StagingSlot& slot = staging_slots[pick];
-    if (!slot.buffer.valid()) slot.buffer = backend->allocate(staging_slot_bytes);
+    if (!slot.buffer.valid()) slot.buffer = backend->allocate(staging_slot_bytes[pick]);
     slot.holder = op.id;
-    slot.since = ++slot_clock;
     slot_of[static_cast<size_t>(op.id)] = static_cast<int>(pick);
     return pick;
   }
@@ -741,8 +752,8 @@ struct Executor::Impl {
     for (const auto& piece : pieces) bytes += piece.second.bytes * 2;
     const DeviceBuffer& buffer = staging_slots[slot].buffer;
     if (buffer.bytes < bytes)
-      throw std::logic_error(fmt::format("a 16-bit bucket needs {} bytes of fp32 staging, more than the largest "
-                                         "bucket's {} (staged_16bit_buckets)", bytes, buffer.bytes));
+      throw std::logic_error(fmt::format("a 16-bit bucket needs {} bytes of fp32 staging, more than its slot's {} "
+                                         "(staging_slot_sizes)", bytes, buffer.bytes));
     return DeviceSpan::of(buffer).sub(0, bytes);
   }
   DeviceSpan widen_bucket(const Pieces& pieces, size_t slot) {

@@ -68,9 +68,11 @@ models::TaskGraph storage_graph(const models::TaskGraph& graph, bool stores_16bi
 // docs/executor.md, "Mixed precision".
 inline constexpr int kAllReduceStagingSlots = 2;
 // The fp32 staging the executor allocates to all-reduce 16-bit gradient buckets (`stored`: a storage_graph;
-// 0 when its gradients are fp32): each staging buffer holds the largest bucket (its tensors' fp32 elements,
-// alignment padding included); with overlap_comm min(kAllReduceStagingSlots, buckets) of them, without one
-// (the buckets run one at a time in the step tail). On top of models::plan_memory(stored) (the trainer's
+// 0 when its gradients are fp32). With overlap_comm bucket i (op order) always takes staging slot
+// i mod kAllReduceStagingSlots, each slot sized to the largest bucket that takes it (its tensors' fp32
+// elements, alignment padding included): the sum of those maxima (max over even buckets + max over odd
+// ones, not slots × the largest); without overlap_comm one slot, the largest bucket (the buckets run one at
+// a time in the step tail). On top of models::plan_memory(stored) (the trainer's
 // memory check counts it).
 double all_reduce_staging_bytes(const models::TaskGraph& stored, bool overlap_comm);
 

@@ -320,9 +320,11 @@ class CudaBackend final : public cuda::CudaDevice {
       case OpKind::gather_rows_backward: {  // dy (P,N), index (P) → dx (M,N), zeros where not gathered
         const int64_t N = last_dim(g, op.outputs[0]);
         const int64_t M = elements(g, op.outputs[0]) / N;
-        PTSIM_CUDA_CHECK(cudaMemsetAsync(y(0), 0, static_cast<size_t>(M * N) * sizeof(float), s));
-        segments_add(math::Storage::f32, out[0], in[0], ids(1), elements(g, op.inputs[1]), N, M,
-                     cuda::DeviceErrorKind::gather_index);
+        // All-zero bits are +0 in fp32, bf16 and fp16; then each gathered row is 0 + its rows in fp32, in
+        // ascending p, rounded once (16-bit storage: the boundary's widen, fp32 sum, one narrowing).
+        const size_t element_bytes = st == math::Storage::f32 ? sizeof(float) : sizeof(uint16_t);
+        PTSIM_CUDA_CHECK(cudaMemsetAsync(out[0], 0, static_cast<size_t>(M * N) * element_bytes, s));
+        segments_add(st, out[0], in[0], ids(1), elements(g, op.inputs[1]), N, M, cuda::DeviceErrorKind::gather_index);
         break;
       }
       case OpKind::cross_entropy: {  // logits (P,C), labels (P) → loss (1), lse (P)

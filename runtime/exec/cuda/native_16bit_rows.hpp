@@ -1,7 +1,8 @@
 // runtime/exec/cuda/native_16bit_rows.hpp — which row ops the CUDA backend runs on 16-bit storage directly
 // (its storage-typed row kernels: math/row_storage.hpp) instead of through the op boundary
 // (cuda_16bit_boundary.hpp): LayerNorm and its backward, softmax, softmax_dropout and their backwards, the
-// cross-entropy and its backward, and the embedding backward. An op qualifies when its data operands all
+// cross-entropy and its backward, the embedding backward and gather_rows_backward (the same segment sums, into a
+// zeroed dx). An op qualifies when its data operands all
 // have one 16-bit dtype (bf16 or f16) and its other operands the dtypes the kernels take as they are (fp32
 // statistics and losses, i32 ids and labels, u8 masks). Any other mix — an fp32 gamma with a bf16 x, say,
 // or an f16 lse — is refused here, so it takes the boundary, which handles every mix. Plain C++ (no CUDA),
@@ -35,6 +36,7 @@ inline std::optional<RowOperandRoles> row_operand_roles(models::OpKind kind) {
     case OpKind::cross_entropy: return RowOperandRoles{"DI", "FF"};               // logits, labels → loss, lse
     case OpKind::cross_entropy_backward: return RowOperandRoles{"FDIF", "D"};     // dloss, logits, labels, lse → dlogits
     case OpKind::embedding_backward: return RowOperandRoles{"DI", "D"};           // dy, ids → dtable +=
+    case OpKind::gather_rows_backward: return RowOperandRoles{"DI", "D"};         // dy, index → dx (zeroed first)
     default: return std::nullopt;
   }
 }

@@ -372,12 +372,15 @@ TEST_CASE("16-bit buckets overlapped through a bounded staging pool: more bucket
     const TaskGraph stored = storage_graph(data_parallel_graph(p, scale), true);
     int buckets = 0;
     size_t largest = 0;  // the largest bucket's fp32 bytes, each tensor padded to 16 elements in the flat buffer
+    size_t largest_of_slot[kAllReduceStagingSlots] = {};  // overlapped: bucket i takes slot i mod slots
     for (const Op& op : stored.ops) {
       if (op.kind != OpKind::all_reduce) continue;
-      ++buckets;
       size_t elements = 0;
       for (int id : op.inputs) elements += static_cast<size_t>((stored.tensor(id).elements() + 15) / 16 * 16);
       largest = std::max(largest, elements * 4);
+      size_t& of_slot = largest_of_slot[buckets % kAllReduceStagingSlots];
+      of_slot = std::max(of_slot, elements * 4);
+      ++buckets;
     }
     REQUIRE(buckets > kAllReduceStagingSlots);  // slots are reused within the step (each reuse finishes a bucket)
     size_t held_overlapped = 0, held_tail = 0;
@@ -385,13 +388,50 @@ TEST_CASE("16-bit buckets overlapped through a bounded staging pool: more bucket
     const RunBits tail = train_data_parallel(p, scale, false, Storage::cpu, &held_tail);
     INFO(to_string(p) << ": " << buckets << " buckets; overlapped " << describe(overlapped) << "; tail " << describe(tail));
     CHECK(overlapped == tail);
-    // The bound is slots × the largest bucket (overlapped) or one largest bucket (tail), and the executor
-    // allocates exactly that: not the 4 bytes per gradient element that one buffer per bucket took.
-    CHECK(all_reduce_staging_bytes(stored, true) == static_cast<double>(kAllReduceStagingSlots * largest));
+    // The bound is each slot's largest bucket, summed (overlapped), or one largest bucket (tail), and the
+    // executor allocates exactly that: not the 4 bytes per gradient element that one buffer per bucket took.
+    size_t overlapped_bound = 0;
+    for (size_t bytes : largest_of_slot) overlapped_bound += bytes;
+    CHECK(all_reduce_staging_bytes(stored, true) == static_cast<double>(overlapped_bound));
     CHECK(all_reduce_staging_bytes(stored, false) == static_cast<double>(largest));
     CHECK(static_cast<double>(held_overlapped) == all_reduce_staging_bytes(stored, true));
     CHECK(static_cast<double>(held_tail) == all_reduce_staging_bytes(stored, false));
   }
+}
+
+TEST_CASE("all_reduce_staging_bytes with unequal buckets: each staging slot holds the largest bucket of its parity") {
+  // Four bf16 gradient buckets (op order), each tensor padded to 16 elements (64-byte alignment / 4 bytes):
+  //   bucket 0: 1000 elements → 1008 padded → 4032 fp32 bytes   (slot 0)
+  //   bucket 1: 10 + 20       → 16 + 32     →  192 bytes        (slot 1)
+  //   bucket 2: 300           → 304         → 1216 bytes        (slot 0)
+  //   bucket 3: 50            → 64          →  256 bytes        (slot 1)
+  // and one fp32 gradient bucket (no staging). Overlapped: max(4032, 1216) + max(192, 256) = 4288 bytes (the
+  // old rule, 2 slots × the largest, was 8064); in the tail one slot of the largest, 4032.
+  TaskGraph g;
+  const auto gradient = [&g](int64_t elements, DType dtype) {
+    Tensor t;
+    t.name = "grad" + std::to_string(g.tensors.size());
+    t.shape = {elements};
+    t.dtype = dtype;
+    t.role = TensorRole::gradient;
+    return g.add_tensor(std::move(t));
+  };
+  const auto bucket = [&g](std::vector<int> inputs) {
+    Op op;
+    op.kind = OpKind::all_reduce;
+    op.name = "all_reduce" + std::to_string(g.ops.size());
+    op.phase = Phase::communication;
+    op.inputs = std::move(inputs);
+    g.add_op(std::move(op));
+  };
+  bucket({gradient(1000, DType::bf16)});
+  bucket({gradient(10, DType::bf16), gradient(20, DType::bf16)});
+  bucket({gradient(300, DType::bf16)});
+  bucket({gradient(5000, DType::f32)});  // fp32: not a 16-bit bucket, not counted, takes no slot
+  bucket({gradient(50, DType::bf16)});
+  REQUIRE(kAllReduceStagingSlots == 2);
+  CHECK(all_reduce_staging_bytes(g, true) == 4288.0);
+  CHECK(all_reduce_staging_bytes(g, false) == 4032.0);
 }
 
 TEST_CASE("all_reduce_staging_bytes: none for fp32 gradients or storage; one bucket takes one buffer either way") {

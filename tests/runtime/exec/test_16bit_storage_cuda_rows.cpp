@@ -1,7 +1,7 @@
 // tests/runtime/exec/test_16bit_storage_cuda_rows.cpp — the CUDA row kernels on 16-bit storage (suite gpu,
 // part of test_16bit_storage_cuda; exits 77 without a GPU): LayerNorm and its backward, softmax (padding
 // mask, all-masked rows, causal, rows over 128 keys), softmax_dropout and its backward, the cross-entropy
-// and its backward, and the embedding backward, each in bf16 and fp16, run three ways on the same stored
+// and its backward, the embedding backward and gather_rows_backward, each in bf16 and fp16, run three ways on the same stored
 // inputs:
 //  * CUDA native (PTSIM_CUDA_NATIVE_16BIT unset: the storage-typed kernels, native_16bit_rows.hpp) against
 //    CUDA through the op boundary (PTSIM_CUDA_NATIVE_16BIT=0: widen, the fp32 kernel, narrow): every output
@@ -208,6 +208,13 @@ std::vector<RowCase> row_cases(DType d) {
     const int ids = b.add("ids", {37}, DType::i32, integers(37, 0, 10, 34));
     const int dt = b.data("dtable", {11, 19}, 35);
     out.push_back(b.finish(OpKind::embedding_backward, {dy, ids}, {dt}, {}, 37));
+  }
+  {
+    CaseBuilder b("gather_rows_backward (41, 13) into (9, 13), rows 7 and 8 never gathered", d);
+    const int dy = b.data("dy", {41, 13}, 36);
+    const int index = b.add("index", {41}, DType::i32, integers(41, 0, 6, 37));
+    const int dx = b.data("dx", {9, 13}, 38);  // overwritten: the op zeroes dx first
+    out.push_back(b.finish(OpKind::gather_rows_backward, {dy, index}, {dx}, {}, 41));
   }
   return out;
 }

@@ -6,16 +6,17 @@
 // differing values): all 65,536 16-bit patterns through the loads, the fp32 sweep of half_bits_patterns.hpp
 // (NaN, ±inf, subnormals, overflow, ties) through the stores, every pattern as one operand of each element
 // function (a computed NaN result only has to be a NaN: its sign is unspecified), and the accumulate-into
-// outputs (dγ, dβ, dtable +=). Two row algorithms run here through the same
+// outputs (dγ, dβ, dtable +=). Three row algorithms run here through the same
 // code and equal the CPU backend's boundary path exactly (bound 0, tighter than the CUDA-vs-CPU tests'):
-// the embedding backward's segment sums (the CPU adds in the same row order) and LayerNorm's output given the
-// CPU's fp32 mean and rstd. Each comparison is shown to fail on a store that rounds twice.
+// the embedding backward's and gather_rows_backward's segment sums (the CPU adds in the same row order) and
+// LayerNorm's output given the CPU's fp32 mean and rstd. Each comparison is shown to fail on a store that rounds twice.
 #include <doctest/doctest.h>
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -259,6 +260,81 @@ TEST_CASE_TEMPLATE("row storage: the embedding backward's segment sums on the ho
   CHECK(moved > want.size() / 2);  // the sums did change the table
 }
 
+namespace {
+
+// gather_rows_backward in dtype t: dy (P,N), index (P) → dx (M,N). Odd sizes; rows 0..6 gathered (row 0
+// from 6 positions, the others 5 or 6), rows 7 and 8 never (they must come back +0 whatever dx held);
+// dy's N(0,1) values with, spread over it, ±0, ±inf, NaN, ± the smallest subnormal and the largest finite
+// value; one dx element summed only from -0s (+0 + -0 = +0), one from two 40000s (in fp16 their fp32 sum,
+// 80000, overflows to inf at the one rounding; 40000 = 32768 + 226·32 is exact in fp16).
+RowCase gather_rows_backward_case(DType t) {
+  RowCase c;
+  const int64_t P = 41, N = 13, M = 9, gathered_rows = 7;
+  const int dy = test::add_tensor(c.graph, "dy", {P, N}, t);
+  const int index = test::add_tensor(c.graph, "index", {P}, DType::i32);
+  const int dx = test::add_tensor(c.graph, "dx", {M, N}, t);
+  test::add_op(c.graph, OpKind::gather_rows_backward, {dy, index}, {dx}, {});
+  std::vector<int32_t> row(P);
+  for (int64_t p = 0; p < P; ++p) row[p] = static_cast<int32_t>((p * 5 + 2) % gathered_rows);  // unsorted, repeated
+  std::vector<double> v = test::random_in(t, P * N, 21);
+  const bool f16 = t == DType::f16;
+  const double tiny = f16 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -133), largest = f16 ? 65504.0 : 3.3895313892515355e38;
+  const double special[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, tiny, -tiny, largest, -largest};
+  for (size_t k = 0; k < std::size(special); ++k) v[(k * 97 + 5) % v.size()] = special[k];
+  for (int64_t p = 0; p < P; ++p) {
+    if (row[p] == 3) v[p * N + 1] = -0.0;    // dx[3][1]: -0s only
+    if (row[p] == 4) v[p * N + 2] = 0.0;     // dx[4][2]: the two 40000s below only
+  }
+  int placed = 0;
+  for (int64_t p = 0; p < P && placed < 2; ++p)
+    if (row[p] == 4) v[p * N + 2] = 40000.0, ++placed;
+  c.values[dy] = v;
+  c.values[dx] = test::random_in(t, M * N, 22);  // overwritten: the op zeroes dx first
+  std::vector<double> id(P);  // i32 ids as the floats with their bits (see embedding_backward_case)
+  for (int64_t p = 0; p < P; ++p) id[p] = std::bit_cast<float>(row[p]);
+  c.values[index] = id;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("row storage: gather_rows_backward's segment sums into a zeroed dx equal the CPU boundary path, bit for bit", S,
+                   Bf16Storage, F16Storage) {
+  const DType t = dtype_of<S>();
+  const RowCase c = gather_rows_backward_case(t);
+  const auto cpu = runtime::make_cpu_backend(runtime::ComputeType::f32, 1);
+  const test::Values after = test::run_graph(*cpu, c.graph, c.values);
+  const std::vector<int64_t>& shape = c.graph.tensor(2).shape;
+  const int64_t M = shape[0], N = shape[1];
+  std::vector<int32_t> index;
+  for (const double v : c.values.at(1)) index.push_back(std::bit_cast<int32_t>(static_cast<float>(v)));
+  const std::vector<uint16_t> dy = bits_of(c.values.at(0), t);
+  // The CUDA op: dx memset to zero bits, then row_segments.cu's segment sums (host_segments).
+  const std::vector<uint16_t> got = host_segments<S>(std::vector<uint16_t>(static_cast<size_t>(M * N), 0), dy, index, N, M);
+  const std::vector<uint16_t> want = bits_of(after.at(2), t);
+  size_t wrong = 0, nonfinite = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    wrong += got[i] != want[i];
+    nonfinite += !std::isfinite(widen(want[i], t));
+  }
+  CHECK(wrong == 0);
+  CHECK(nonfinite >= 3);  // the inf, -inf and NaN reached dx (and fp16's 80000)
+  for (int64_t r = 7; r < M; ++r)
+    for (int64_t n = 0; n < N; ++n) CHECK(want[static_cast<size_t>(r * N + n)] == 0);  // never gathered: +0
+  CHECK(want[static_cast<size_t>(3 * N + 1)] == 0);  // -0s only: +0 + -0 = +0
+  CHECK(widen(want[static_cast<size_t>(4 * N + 2)], t) == (t == DType::f16 ? INFINITY : 79872.0f));
+  // A variant that rounds the running sum after each row (a 16-bit accumulator) differs: the test can tell.
+  std::vector<uint16_t> per_row(want.size(), 0);
+  for (size_t p = 0; p < index.size(); ++p)
+    for (int64_t n = 0; n < N; ++n) {
+      uint16_t& out = per_row[static_cast<size_t>(index[p] * N + n)];
+      out = S::store(S::load(out) + S::load(dy[p * static_cast<size_t>(N) + static_cast<size_t>(n)]));
+    }
+  size_t per_row_wrong = 0;
+  for (size_t i = 0; i < want.size(); ++i) per_row_wrong += per_row[i] != want[i];
+  CHECK(per_row_wrong > 0);
+}
+
 TEST_CASE_TEMPLATE("row storage: LayerNorm's typed output given the CPU's fp32 statistics equals the CPU boundary path", S,
                    Bf16Storage, F16Storage) {
   const DType t = dtype_of<S>();
@@ -325,6 +401,7 @@ TEST_CASE("native 16-bit rows: which ops and operand dtypes the typed row kernel
       {OpKind::cross_entropy, {B, I}, {F, F}},
       {OpKind::cross_entropy_backward, {F, B, I, F}, {B}},
       {OpKind::embedding_backward, {B, I}, {B}},
+      {OpKind::gather_rows_backward, {B, I}, {B}},
   };
   for (const Row& r : ops) {
     const models::TaskGraph g = graph(r.kind, r.in, r.out);
@@ -355,6 +432,7 @@ TEST_CASE("native 16-bit rows: which ops and operand dtypes the typed row kernel
       {OpKind::cross_entropy, {B, I}, {F, B}},
       {OpKind::cross_entropy_backward, {B, B, I, F}, {B}},
       {OpKind::embedding_backward, {B, I}, {F}},
+      {OpKind::gather_rows_backward, {H, I}, {B}},   // dy and dx of one 16-bit type
       {OpKind::softmax_dropout, {B, I}, {B, B, B}},  // the mask must be u8
       {OpKind::gelu, {B}, {B}},                      // not a row op (the elementwise kernels')
   };
