@@ -177,6 +177,7 @@ struct Executor::Impl {
   // read from there lazily, once (verdict_unread).
   DeviceBuffer tail_sum, tail_verdict;
   const Optimizer* verdict_optimizer = nullptr;
+  int64_t verdict_serial = 0;  // verdict_optimizer->step_serial() when its tail ended
   bool verdict_unread = false;
 
   Impl(const TaskGraph& g, ExecutorOptions o, std::unique_ptr<Backend> given) : graph(g), options(o) {
@@ -834,22 +835,27 @@ struct Executor::Impl {
       backend->copy(span_of(norm_output),
                     verdict.sub(offsetof(optim_math::StepScalars, grad_norm_f32), sizeof(float)));
     verdict_optimizer = stepped;
+    verdict_serial = stepped ? stepped->step_serial() : 0;
     verdict_unread = true;
   }
   // last_norm / last_skipped from the device verdict: one small copy the first time they are asked.
   void read_verdict() {
     if (!verdict_unread) return;
-    verdict_unread = false;
     if (verdict_optimizer) {
-      const StepVerdict v = verdict_optimizer->last_step_verdict();
+      if (verdict_optimizer->step_serial() != verdict_serial)
+        throw std::logic_error("Executor::last_grad_norm/last_step_skipped: the optimizer of the last run_step_tail "
+                               "began another step since; ask before stepping it again");
+      const StepVerdict v = verdict_optimizer->last_step_verdict();  // may throw a queued device error: ask again
       last_norm = v.grad_norm;
       last_skipped = v.skipped;
+      verdict_unread = false;
       return;
     }
     optim_math::StepScalars s;
     backend->copy_to_host(&s, DeviceSpan::of(tail_verdict));
     last_norm = s.grad_norm;
     last_skipped = false;  // no optimizer stepped: nothing was skipped, whatever the norm
+    verdict_unread = false;
   }
 
   void run_step_tail(Communicator* comm, Optimizer* optimizer, double lr, double loss_scale) {

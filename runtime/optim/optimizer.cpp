@@ -163,6 +163,7 @@ void Optimizer::begin_common(double lr, double grad_factor) {
   grad_norm_ = std::numeric_limits<double>::quiet_NaN();
   clip_divisor_ = 1.0;
   skipped_ = false;
+  ++step_serial_;
 }
 
 void Optimizer::step_begin(double lr, std::optional<double> global_grad_norm_in, double grad_factor) {
@@ -257,7 +258,7 @@ void Optimizer::step_end() {
   if (!in_step_) throw std::logic_error("Optimizer::step_end without step_begin");
   in_step_ = false;
   if (verdict_unread_) count_unsettled_ = true;  // counted (or not, when skipped) once the verdict is read
-  else ++step_count_;
+  else if (!skipped_) ++step_count_;  // the verdict was read inside the step: a skipped step does not count
 }
 
 void Optimizer::step(double lr, std::optional<double> global_grad_norm_in) {

@@ -132,9 +132,13 @@ class Optimizer {
   // The current/last step's verdict (StepVerdict); after step_begin_on_device one copy of the step's
   // StepScalars, the first time it is asked, then cached.
   StepVerdict last_step_verdict() const;
-  // Global norm used by the current/last step (NaN when the optimizer did not need it), and the factor
+  // Global norm used by the current/last step (host step_begin: NaN when the optimizer did not need it; after
+  // step_begin_on_device always √Σg², which the overflow check forms for every rule), and the factor
   // the gradient was divided by (1 when not clipped). For logging. last_step_verdict()'s fields.
   double last_grad_norm() const { return last_step_verdict().grad_norm; }
+  // How many steps were begun (step_begin / step_begin_on_device), skipped ones included: a caller that will
+  // read a step's verdict later keeps this to check that no other step began meanwhile.
+  int64_t step_serial() const { return step_serial_; }
   double last_clip_divisor() const { return last_step_verdict().clip_divisor; }
   // √(Σ over slots Σ g²): one Backend::sum_of_squares per slot (double, fixed chunk order), added in slot
   // order. What step_begin computes when it is given no norm.
@@ -179,6 +183,7 @@ class Optimizer {
   mutable bool verdict_unread_ = false;  // a step_begin_on_device step whose StepScalars were not read yet
   mutable bool count_unsettled_ = false; // that step has ended; step_count_ not yet advanced (or not: skipped)
   mutable bool skipped_ = false;
+  int64_t step_serial_ = 0;  // steps begun so far: tells a caller holding an old step's verdict apart
   mutable double grad_norm_ = 0.0;
   mutable double clip_divisor_ = 1.0;  // gradients are divided by this (apex: clipped_global_grad_norm)
   // Valid between step_begin and step_end:

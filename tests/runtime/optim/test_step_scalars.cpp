@@ -245,3 +245,38 @@ TEST_CASE("scaled_sum_of_squares_into adds the returned double to the sum: CPU i
   backend->free(sb);
   backend->free(xb);
 }
+
+TEST_CASE("a skipped step_begin_on_device step does not count, whenever its verdict is read") {
+  // Σg² = inf (an fp16 overflow): finish_norm sets skip, so t must not advance — whether the verdict is read
+  // after step_end (lazily, by step_count) or inside the step (last_step_verdict before step_end).
+  auto backend = make_cpu_backend(ComputeType::f32);
+  const size_t n = 10;
+  DeviceBuffer weights = backend->allocate(n * sizeof(float)), grads = backend->allocate(n * sizeof(float)),
+               sum_buffer = backend->allocate(sizeof(double));
+  {
+    Optimizer opt(*backend, default_optimizer_config(ptsim::models::OptimizerKind::adamw),
+                  {ParamSlot{"w", DeviceSpan::of(weights), DeviceSpan::of(grads), n, true}});
+    const DeviceSpan sum = DeviceSpan::of(sum_buffer);
+    const double overflow = std::numeric_limits<double>::infinity(), clean = 4.0;
+    for (bool read_inside : {false, true}) {
+      CAPTURE(read_inside);
+      const int64_t serial = opt.step_serial();
+      backend->copy_to_device(sum, &overflow);
+      opt.step_begin_on_device(1e-3, sum, 1.0);
+      if (read_inside) CHECK(opt.last_step_verdict().skipped);
+      opt.update_all();
+      opt.step_end();
+      CHECK(opt.step_count() == 0);
+      CHECK(opt.step_serial() == serial + 1);
+    }
+    backend->copy_to_device(sum, &clean);  // a clean step counts, read inside or not
+    opt.step_begin_on_device(1e-3, sum, 1.0);
+    CHECK_FALSE(opt.last_step_verdict().skipped);
+    opt.update_all();
+    opt.step_end();
+    CHECK(opt.step_count() == 1);
+  }
+  backend->free(sum_buffer);
+  backend->free(grads);
+  backend->free(weights);
+}
