@@ -611,14 +611,19 @@ struct Executor::Impl {
   // 16-bit gradients: of the values × grad_factor (the unscale on read), the same double as unscaling fp32
   // storage in place and summing it (Backend::scaled_sum_of_squares).
   double sum_of_squares(const std::vector<int>& ids) {
-    const double factor = gradients_16bit ? grad_factor : 1.0;
-    auto one = [&](int id, const DeviceSpan& span) {
-      return backend->scaled_sum_of_squares(span, stored.tensor(id).dtype, factor);
-    };
-    if (auto whole = contiguous(ids)) return one(ids.front(), *whole);
-    double sum = 0;
-    for (int id : ids) sum += one(id, span_of(id));
+    double sum = 0;  // 0 + the one pass's value is that value: the same double either way
+    for_each_gradient_range(ids, [&](const DeviceSpan& span, models::DType dtype, double factor) {
+      sum += backend->scaled_sum_of_squares(span, dtype, factor);
+    });
     return sum;
+  }
+  // f(span, dtype, factor) over the tensors `ids` as the norm reads them: one range when they are back to back,
+  // else tensor by tensor in order; 16-bit gradients × grad_factor (the unscale on read), fp32 ones × 1.
+  template <class F>
+  void for_each_gradient_range(const std::vector<int>& ids, F&& f) {
+    const double factor = gradients_16bit ? grad_factor : 1.0;
+    if (auto whole = contiguous(ids)) return f(*whole, stored.tensor(ids.front()).dtype, factor);
+    for (int id : ids) f(span_of(id), stored.tensor(id).dtype, factor);
   }
 
   // Gradients ÷ loss scale, in fp32 (Apex's fp32 master gradients; torch GradScaler.unscale_): the values
@@ -815,12 +820,11 @@ struct Executor::Impl {
   // returns (16-bit gradients × grad_factor; one pass over a back-to-back range, else tensor by tensor in
   // order, 0 + each as the host adds them).
   void queue_sum_of_squares(const std::vector<int>& ids) {
-    const double factor = gradients_16bit ? grad_factor : 1.0;
     const DeviceSpan sum = tail_sum_span();
     backend->fill_zero(sum);
-    if (auto whole = contiguous(ids))
-      return backend->scaled_sum_of_squares_into(*whole, stored.tensor(ids.front()).dtype, factor, sum);
-    for (int id : ids) backend->scaled_sum_of_squares_into(span_of(id), stored.tensor(id).dtype, factor, sum);
+    for_each_gradient_range(ids, [&](const DeviceSpan& span, models::DType dtype, double factor) {
+      backend->scaled_sum_of_squares_into(span, dtype, factor, sum);
+    });
   }
   // After the tail: the StepScalars holding this tail's verdict (the optimizer's, or tail_verdict finished
   // here without clipping when no optimizer stepped), and the grad_norm op's f32 output copied from it.

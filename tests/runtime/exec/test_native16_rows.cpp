@@ -230,6 +230,14 @@ std::vector<uint16_t> host_segments(const std::vector<uint16_t>& dtable, const s
   return out;
 }
 
+// The i32 ids a case stores as the floats with their bits (embedding_backward_case), decoded.
+std::vector<int32_t> ids_of(const std::vector<double>& stored) {
+  std::vector<int32_t> ids;
+  ids.reserve(stored.size());
+  for (const double v : stored) ids.push_back(std::bit_cast<int32_t>(static_cast<float>(v)));
+  return ids;
+}
+
 std::vector<uint16_t> bits_of(const std::vector<double>& v, DType t) {
   const std::vector<std::byte> bytes = test::encode(t, v);
   std::vector<uint16_t> h(v.size());
@@ -246,15 +254,14 @@ TEST_CASE_TEMPLATE("row storage: the embedding backward's segment sums on the ho
   const auto cpu = runtime::make_cpu_backend(runtime::ComputeType::f32, 1);
   const test::Values after = test::run_graph(*cpu, c.graph, c.values);
   const std::vector<int64_t>& table = c.graph.tensor(2).shape;
-  std::vector<int32_t> ids;
-  for (const double v : c.values.at(1)) ids.push_back(std::bit_cast<int32_t>(static_cast<float>(v)));
-  const std::vector<uint16_t> got =
-      host_segments<S>(bits_of(c.values.at(2), t), bits_of(c.values.at(0), t), ids, table[1], table[0]);
+  const std::vector<uint16_t> before = bits_of(c.values.at(2), t);
+  const std::vector<uint16_t> got = host_segments<S>(before, bits_of(c.values.at(0), t), ids_of(c.values.at(1)),
+                                                     table[1], table[0]);
   const std::vector<uint16_t> want = bits_of(after.at(2), t);
   size_t wrong = 0, moved = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     wrong += got[i] != want[i];
-    moved += got[i] != bits_of(c.values.at(2), t)[i];
+    moved += got[i] != before[i];
   }
   CHECK(wrong == 0);
   CHECK(moved > want.size() / 2);  // the sums did change the table
@@ -306,8 +313,7 @@ TEST_CASE_TEMPLATE("row storage: gather_rows_backward's segment sums into a zero
   const test::Values after = test::run_graph(*cpu, c.graph, c.values);
   const std::vector<int64_t>& shape = c.graph.tensor(2).shape;
   const int64_t M = shape[0], N = shape[1];
-  std::vector<int32_t> index;
-  for (const double v : c.values.at(1)) index.push_back(std::bit_cast<int32_t>(static_cast<float>(v)));
+  const std::vector<int32_t> index = ids_of(c.values.at(1));
   const std::vector<uint16_t> dy = bits_of(c.values.at(0), t);
   // The CUDA op: dx memset to zero bits, then row_segments.cu's segment sums (host_segments).
   const std::vector<uint16_t> got = host_segments<S>(std::vector<uint16_t>(static_cast<size_t>(M * N), 0), dy, index, N, M);
