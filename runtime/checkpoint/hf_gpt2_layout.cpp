@@ -94,9 +94,9 @@ PartShape graph_part_shape(const MovedTensor& m, const std::map<std::string, con
     const std::vector<int64_t> shape = shape_of(*it->second);
     if (first.empty()) first = shape;
     if (shape != first || shape.size() > 2 || (m.transposed && shape.size() != 2))
-      throw InputError(fmt::format("GPT-2 tensors: '{}' has shape {}, expected {} ({} of '{}')", name,
+      throw InputError(fmt::format("GPT-2 tensors: '{}' has shape {}, expected {} (it goes into '{}')", name,
                                    shape_text(shape), m.transposed ? "a matrix [out, in]" : shape_text(first),
-                                   m.transposed ? "transposed into" : "a third", m.hf_name));
+                                   m.hf_name));
   }
   return {first[0], first.size() == 2 ? first[1] : 1, first.size() == 2};
 }
