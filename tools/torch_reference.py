@@ -386,8 +386,10 @@ def load_strict(model, state, path, tied=None):
 
 
 class Gpt2Layout:
-    """ptsim's GPT-2 tensors ↔ GPT2LMHeadModel's. ptsim: attn.{query,key,value} and every projection as
-    nn.Linear-style [out, in]; transformers: one attn.c_attn Conv1D [in, 3·out] and Conv1D [in, out]."""
+    """ptsim's GPT-2 graph tensors ↔ GPT2LMHeadModel's. ptsim's graph: attn.{query,key,value} and every
+    projection as nn.Linear-style [out, in]; transformers: one attn.c_attn Conv1D [in, 3·out] and Conv1D
+    [in, out]. runtime/checkpoint/hf_gpt2_layout.cpp is the same conversion in C++ (what `ptsim train`
+    writes its GPT-2 checkpoints with)."""
 
     def __init__(self, c):
         self.c = c
@@ -415,6 +417,12 @@ class Gpt2Layout:
                 hf[f"{x}.{name}.weight"] = weights[f"{x}.{name}.weight"].T
                 hf[f"{x}.{name}.bias"] = weights[f"{x}.{name}.bias"]
         return hf
+
+    @staticmethod
+    def is_hf(weights):
+        """Whether `weights` are already GPT2LMHeadModel's (a `ptsim train` checkpoint's model.safetensors is
+        written so: docs/training.md, GPT-2 "Checkpoints"), not the graph's (the golden inputs)."""
+        return any(n.endswith(".attn.c_attn.weight") for n in weights)
 
     def to_ptsim(self, hf):
         """HF-layout arrays (gradients) → ptsim names and shapes."""
@@ -505,7 +513,8 @@ class Gpt2:
 
     def model(self, weights, dtype, path):
         m = self.build()
-        load_strict(m, self.layout.to_hf(weights, path), path, self.TIED)
+        hf = weights if self.layout.is_hf(weights) else self.layout.to_hf(weights, path)
+        load_strict(m, hf, path, self.TIED)  # strict: names and shapes either way
         return m.to(dtype).eval()
 
     def batch(self, b):

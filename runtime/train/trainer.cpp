@@ -29,6 +29,7 @@
 #include "models/op_times.hpp"
 #include "models/task_graph.hpp"
 #include "runtime/checkpoint/checkpoint.hpp"
+#include "runtime/checkpoint/hf_gpt2_layout.hpp"  // defines: gpt2_tensors_to_hf, gpt2_tensors_from_hf
 #include "runtime/comm/communicator.hpp"
 #include "runtime/data/pretraining_dataset.hpp"
 #include "runtime/data/tokenizer.hpp"        // defines: hash_to_hex
@@ -473,6 +474,7 @@ class Trainer {
       values[i] = executor_->read_parameter(i);
       targets.push_back({graph_->params[i].name, std::span<float>(values[i]).first(n), shape});
     }
+    if (causal_lm_) graph_layout_gpt2_tensors(*ckpt);
     restore_tensors(*ckpt, targets);
     for (size_t i = 0; i < graph_->params.size(); ++i) executor_->write_parameter(i, values[i]);
     optimizer_->load_state(ckpt->optimizer, ckpt->dir + "/optimizer.safetensors");
@@ -491,6 +493,18 @@ class Trainer {
     if (progress_)
       fmt::print(progress_, "resumed from {} (step {}, data epoch {} offset {})\n", ckpt->dir, ckpt->step, lc.epoch,
                  lc.offset);
+  }
+
+  // A GPT-2 checkpoint's model.safetensors is in GPT2LMHeadModel's layout: back to the graph's names and
+  // shapes. One written before ptsim wrote that layout holds the graph's own tensors: loaded as they are.
+  void graph_layout_gpt2_tensors(Checkpoint& ckpt) const {
+    if (is_hf_gpt2_layout(ckpt.tensors)) {
+      ckpt.tensors = gpt2_tensors_from_hf(std::move(ckpt.tensors), ckpt.dir + "/model.safetensors");
+      return;
+    }
+    if (progress_)
+      fmt::print(progress_, "{}/model.safetensors is in ptsim's older GPT-2 layout (attn.query/key/value): read as "
+                 "such; the checkpoints this run writes are in GPT2LMHeadModel's layout\n", ckpt.dir);
   }
 
   // The saved data cursor, range-checked: every rank takes micro_batch × grad_accum instances per step from
@@ -574,6 +588,14 @@ class Trainer {
       if (!replica_hash.empty()) extra["replica_state_hash"] = replica_hash;  // the same on every rank (checked)
       const Json hf_config = causal_lm_ ? hf_gpt2_config(graph_->model, end_of_text_id_) : hf_bert_config(graph_->model);
       const CheckpointExtraFile config[] = {{"config.json", hf_config.dump(2) + "\n"}};
+      // GPT-2: written in GPT2LMHeadModel's layout (fused, transposed c_attn; Conv1D projections). BERT's
+      // graph names and shapes are already BertForPreTraining's.
+      std::vector<CheckpointTensor> hf_tensors;
+      if (causal_lm_) {
+        hf_tensors = gpt2_tensors_to_hf(views);
+        views.clear();
+        for (const CheckpointTensor& t : hf_tensors) views.push_back({t.name, t.values, t.shape});
+      }
       const std::string dir = save_checkpoint(c_.checkpoint_dir, step, views, optimizer_->save_state(), extra, config);
       summary_.checkpoint = dir;
       if (progress_) fmt::print(progress_, "checkpoint {}\n", dir);

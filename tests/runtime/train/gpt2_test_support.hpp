@@ -1,5 +1,6 @@
 // tests/runtime/train/gpt2_test_support.hpp — the tiny GPT-2 the `ptsim train` GPT-2 tests run (the tiny
-// BERT's sizes with GPT-2's structure) and its metrics lines (lm_loss, perplexity instead of mlm/nsp).
+// BERT's sizes with GPT-2's structure), its metrics lines (lm_loss, perplexity instead of mlm/nsp), and a
+// run made twice, straight and stopped-then-resumed.
 #pragma once
 #include <fstream>
 #include <string>
@@ -30,6 +31,23 @@ inline std::vector<core::Json> read_jsonl(const fs::path& path) {
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) out.push_back(core::Json::parse(line));
   return out;
+}
+
+// The same run twice under `dir`: straight through (checkpoints in dir/straight, metrics dir/a.jsonl), and
+// stopped after step `stop_after` then resumed (dir/split, dir/b.jsonl). REQUIREs every run to exit 0.
+struct StraightAndSplit {
+  std::vector<core::Json> straight, split;  // the metrics lines
+};
+inline StraightAndSplit run_straight_and_split(const std::string& flags, const fs::path& dir, int stop_after) {
+  auto run = [&](const std::string& extra) {
+    const auto r = run_ptsim(flags + extra);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  };
+  run(" --checkpoint-dir " + quote(dir / "straight") + " --metrics " + quote(dir / "a.jsonl"));
+  const std::string split = " --checkpoint-dir " + quote(dir / "split") + " --metrics " + quote(dir / "b.jsonl");
+  run(split + " --stop-after " + std::to_string(stop_after));
+  run(split + " --resume");
+  return {read_jsonl(dir / "a.jsonl"), read_jsonl(dir / "b.jsonl")};
 }
 
 }  // namespace ptsim::test

@@ -1,14 +1,18 @@
 // tests/runtime/train/test_train_gpt2.cpp — `ptsim train` on a tiny GPT-2 (hidden 32, 2 layers, causal,
 // tanh GELU, tied head) over the tiny BERT setup's shards read as next-token blocks (docs/training.md,
-// "GPT-2"): the LM loss falls, --resume is bit-identical, checkpoints carry a GPT2Config and the true vocab,
-// bf16/fp16 runs stay finite, bad input exits 2. Every run uses --threads 1 (deterministic and fast).
+// "GPT-2"): the LM loss falls, --resume is bit-identical (also across an epoch boundary, and from a checkpoint
+// in ptsim's older GPT-2 layout), checkpoints carry a GPT2Config, the true vocab and GPT2LMHeadModel's
+// tensors, bf16/fp16 runs stay finite, bad input exits 2. Every run uses --threads 1 (deterministic and fast).
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <map>
 
 #include "runtime/checkpoint/checkpoint.hpp"
 #include "runtime/checkpoint/safetensors.hpp"
 #include "runtime/data/tokenizer.hpp"
+#include "runtime/checkpoint/hf_gpt2_layout.hpp"
+#include "tests/runtime/golden/hf_gpt2_layout.hpp"
 #include "tests/runtime/train/gpt2_test_support.hpp"
 
 using namespace ptsim::test;
@@ -103,13 +107,86 @@ TEST_CASE("train gpt2: checkpoints hold a GPT2Config, the true vocab size and th
   CHECK(sep < 397);
   CHECK(config.at("bos_token_id") == sep);
   CHECK(config.at("eos_token_id") == sep);
+  // model.safetensors is in GPT2LMHeadModel's layout: exactly its parameters for this config (vocab 397, n_embd
+  // 32, n_layer 2, n_inner 64, n_positions 64), as hf_gpt2_layout.hpp writes them out from transformers'
+  // module tree; no lm_head.weight (tied to wte), no graph name (attn.query ...) left.
   const auto model = rt::read_safetensors((dir / "ck" / "step_3" / "model.safetensors").string());
+  std::map<std::string, std::vector<int64_t>> written;
+  for (const auto& t : model.tensors) written[t.name] = t.shape;
+  CHECK(written == hf_gpt2_lm_head_model_parameters({397, 32, 2, 64, 64}));
+  CHECK(written.size() == model.tensors.size());
   CHECK(model.at("transformer.wte.weight").shape == std::vector<int64_t>{397, 32});
-  CHECK(model.at("transformer.wpe.weight").shape == std::vector<int64_t>{64, 32});
+  CHECK(model.at("transformer.h.0.attn.c_attn.weight").shape == std::vector<int64_t>{32, 96});
   const std::optional<rt::Checkpoint> ckpt = rt::load_latest_checkpoint((dir / "ck").string());
   REQUIRE(ckpt);
   CHECK(ckpt->extra.at("run").at("objective") == "causal_lm");
   CHECK(ckpt->extra.at("data").at("offset") == 12);  // 3 steps × 4 blocks, one rank (fewer than an epoch's)
+}
+
+TEST_CASE("train gpt2: a run across an epoch boundary: the cursor wraps, the loss falls, resume over it is exact") {
+  // The tiny setup's stream is 8,222 tokens (docs/training.md, "GPT-2"): floor(8222 / 33) = 249 blocks of
+  // seq_len + 1 = 33 per epoch, one rank. 20 steps × 16 blocks = 320 take the whole of epoch 0 and 71
+  // blocks of epoch 1 (reshuffled: permute_index(·, 249, seed + 1), docs/data-pipeline.md); step 16 is the
+  // one that crosses (blocks 240..255). The split run stops at step 15, before the boundary, and resumes.
+  const TinySetup& s = setup();
+  const fs::path dir = fresh_dir("gpt2_epochs");
+  const std::string flags = base_flags(s) + " --steps 20 --micro-batch 16 --lr 5e-2";
+  const StraightAndSplit runs = run_straight_and_split(flags, dir, 15);
+  const rt::Checkpoint before = rt::load_checkpoint((dir / "split" / "step_15").string());
+  CHECK(before.extra.at("data").at("epoch") == 0);
+  CHECK(before.extra.at("data").at("offset") == 240);  // 15 × 16
+  const rt::Checkpoint after = rt::load_checkpoint((dir / "straight" / "step_20").string());
+  CHECK(after.extra.at("data").at("epoch") == 1);
+  CHECK(after.extra.at("data").at("offset") == 320 - 249);
+
+  const std::vector<ptsim::core::Json>& a = runs.straight;
+  const std::vector<ptsim::core::Json>& b = runs.split;
+  REQUIRE(a.size() == 20);
+  REQUIRE(b.size() == 20);
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK_MESSAGE(std::isfinite(a[i].at("loss").get<double>()), a[i].dump());
+    CHECK(b[i].at("loss").get<double>() == a[i].at("loss").get<double>());  // exact, across the boundary too
+  }
+  check_same_checkpoint_tensors(dir / "straight" / "step_20", dir / "split" / "step_20");
+  // Measured with this seed: first five 5.925, last five (steps 16..20, the crossing step and epoch 1's
+  // blocks) 5.509, a fall of 0.42 nats. Require 0.2, as the 20-step test above: half the measured fall and
+  // four times one batch's step-to-step noise, so a model that stops learning at the boundary fails.
+  const double first = mean_loss(a, 0, 5), last = mean_loss(a, 15, 20);
+  CHECK_MESSAGE(last < first - 0.2, "first five steps " << first << ", last five " << last);
+}
+
+TEST_CASE("train gpt2: a checkpoint in ptsim's older GPT-2 layout (attn.query/key/value) resumes, bit-exact") {
+  // The older layout is what ptsim wrote before GPT2LMHeadModel's: the graph's tensors, through the same
+  // save_checkpoint. Rewrite a step-3 checkpoint that way (same optimizer state, trainer state, config.json)
+  // and resume it and the original: the same losses and the same step-6 files, to the bit.
+  const TinySetup& s = setup();
+  const fs::path dir = fresh_dir("gpt2_old_layout");
+  const std::string flags = base_flags(s) + " --steps 6 --micro-batch 4 --lr 5e-2";
+  auto r = run_ptsim(flags + " --checkpoint-dir " + quote(dir / "new") + " --stop-after 3");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  const rt::Checkpoint saved = rt::load_checkpoint((dir / "new" / "step_3").string());
+  REQUIRE(rt::is_hf_gpt2_layout(saved.tensors));
+  const std::vector<rt::CheckpointTensor> graph = rt::gpt2_tensors_from_hf(saved.tensors, saved.dir);
+  std::vector<rt::CheckpointTensorView> views;
+  for (const rt::CheckpointTensor& t : graph) views.push_back({t.name, t.values, t.shape});
+  const rt::CheckpointExtraFile config[] = {{"config.json", read_file(dir / "new" / "step_3" / "config.json")}};
+  rt::save_checkpoint((dir / "old").string(), 3, views, saved.optimizer, saved.extra, config);
+  REQUIRE(rt::read_safetensors((dir / "old" / "step_3" / "model.safetensors").string()).find("transformer.h.1.attn.key.weight"));
+
+  std::string flags_with_progress = flags;
+  flags_with_progress.erase(flags_with_progress.find(" --quiet"), 8);
+  r = run_ptsim(flags_with_progress + " --checkpoint-dir " + quote(dir / "old") + " --resume --metrics " + quote(dir / "old.jsonl"));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  CHECK_MESSAGE(r.output.find("model.safetensors is in ptsim's older GPT-2 layout") != std::string::npos, r.output);
+  r = run_ptsim(flags + " --checkpoint-dir " + quote(dir / "new") + " --resume --metrics " + quote(dir / "new.jsonl"));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  const auto a = read_jsonl(dir / "new.jsonl");
+  const auto b = read_jsonl(dir / "old.jsonl");
+  REQUIRE(a.size() == 3);  // steps 4..6
+  REQUIRE(b.size() == 3);
+  for (size_t i = 0; i < a.size(); ++i) CHECK(b[i].at("loss").get<double>() == a[i].at("loss").get<double>());  // exact
+  // The resumed old-layout run writes GPT2LMHeadModel's layout, the same bytes as the other.
+  check_same_checkpoint_tensors(dir / "new" / "step_6", dir / "old" / "step_6");
 }
 
 TEST_CASE("train gpt2: bf16 and fp16 runs stay finite and start at ln(vocab)") {
