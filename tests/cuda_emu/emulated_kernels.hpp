@@ -6,6 +6,7 @@
 
 // headers the kernels' headers share with the CPU backend, read first so the rename does not reach them
 #include "runtime/exec/cpu_backend.hpp"
+#include "runtime/exec/cpu_fused_dropout.hpp"
 #include "runtime/exec/math/row_storage.hpp"
 #include "runtime/exec/math/scaled_read.hpp"
 

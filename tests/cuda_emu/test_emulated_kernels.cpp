@@ -207,3 +207,36 @@ TEST_CASE("emulated gather_rows equals the CPU's rows, and reports an index out 
   CHECK(static_cast<emu::DeviceError*>(error.p)->kind == static_cast<int32_t>(emu::DeviceErrorKind::gather_index));
   CHECK(static_cast<emu::DeviceError*>(error.p)->value == M);
 }
+
+TEST_CASE("emulated split_heads / merge_heads equal the CPU's permutation") {
+  const int64_t B = 2, S = 7, nh = 3, d = 5;  // a permutation: exact
+  const std::vector<float> x = random_floats(B * S * nh * d, 51);
+  std::vector<float> y(x.size()), y_cpu(x.size()), back(x.size());
+  emu::launch_split_heads(y.data(), x.data(), B, S, nh, d, Storage::f32, kStream);
+  cpu::split_heads<float>(y_cpu.data(), x.data(), B, S, nh, d);
+  CHECK(y == y_cpu);
+  emu::launch_merge_heads(back.data(), y.data(), B, S, nh, d, Storage::f32, kStream);
+  CHECK(back == x);
+}
+
+TEST_CASE("emulated fused softmax+dropout forward (same mask) and backward against the CPU's") {
+  const int64_t B = 1, heads = 2, S = 45, rows = B * heads * S, cols = S;
+  const std::vector<float> scores = random_floats(rows * cols, 61, -4.0f, 4.0f);
+  const std::vector<float> ddropped = random_floats(rows * cols, 62);
+  const uint64_t key = cpu::dropout_key(99, 3, 0, 7);
+  std::vector<float> dropped(rows * cols), probs(rows * cols), dropped_cpu(rows * cols), probs_cpu(rows * cols);
+  std::vector<uint8_t> mask(rows * cols), mask_cpu(rows * cols);
+  emu::launch_softmax_dropout_forward(Storage::f32, dropped.data(), probs.data(), mask.data(), scores.data(), rows,
+                                      cols, nullptr, heads, S, true, 0.2, key, kStream);
+  cpu::softmax_dropout_forward<float>(dropped_cpu.data(), probs_cpu.data(), mask_cpu.data(), scores.data(), rows, cols,
+                                      cpu::SoftmaxMask{nullptr, heads, S, true}, 0.2, key);
+  CHECK(mask == mask_cpu);  // dropout_mask.hpp's hash on both sides
+  check_close(probs, probs_cpu, 1e-5, "probs");  // block reductions vs the CPU's row loop, as for softmax
+  check_close(dropped, dropped_cpu, 1e-5, "dropped");
+  std::vector<float> ds(rows * cols), ds_cpu(rows * cols);
+  emu::launch_softmax_dropout_backward(Storage::f32, ds.data(), ddropped.data(), probs_cpu.data(), mask_cpu.data(),
+                                       rows, cols, 0.2, kStream);
+  cpu::softmax_dropout_backward<float>(ds_cpu.data(), ddropped.data(), probs_cpu.data(), mask_cpu.data(), rows, cols,
+                                       0.2);
+  check_close(ds, ds_cpu, 1e-5, "dscores");
+}
