@@ -1,0 +1,68 @@
+// tests/cuda_emu/launch.cpp — a launch's checks and its blocks, one after another (launch.hpp).
+#include "launch.hpp"
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+
+#include "block_scheduler.hpp"
+
+namespace cuda_emu {
+namespace {
+
+struct RunningLaunch {
+  dim3 grid{}, block{};
+  uint3 block_index{};
+  std::unique_ptr<unsigned char[]> shared;
+  size_t shared_bytes = 0;
+  bool active = false;
+};
+thread_local RunningLaunch running;
+
+// CUDA's limits on a launch (sm_80): at most 1024 threads a block (x, y ≤ 1024, z ≤ 64), grid x < 2³¹,
+// grid y, z ≤ 65535, dynamic shared memory within the device's opt-in maximum.
+bool valid_geometry(dim3 grid, dim3 block, size_t shared) {
+  const uint64_t threads = uint64_t{block.x} * block.y * block.z;
+  if (threads == 0 || threads > 1024 || block.x > 1024 || block.y > 1024 || block.z > 64) return false;
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 0x7fffffffu || grid.y > 65535 || grid.z > 65535)
+    return false;
+  return shared <= max_dynamic_shared_bytes();
+}
+
+const RunningLaunch& active_launch() {
+  if (!running.active) throw KernelError("blockIdx/blockDim/gridDim read outside a kernel");
+  return running;
+}
+
+}  // namespace
+
+const uint3& block_index() { return active_launch().block_index; }
+const dim3& block_dim() { return active_launch().block; }
+const dim3& grid_dim() { return active_launch().grid; }
+void* dynamic_shared_memory() { return active_launch().shared.get(); }
+
+void run_grid(dim3 grid, dim3 block, size_t shared_bytes, const std::function<void()>& thread_body) {
+  if (running.active) throw KernelError("a kernel launched another kernel (dynamic parallelism is not emulated)");
+  if (!valid_geometry(grid, block, shared_bytes)) return set_last_error(cudaErrorInvalidConfiguration);
+  running.grid = grid;
+  running.block = block;
+  if (running.shared_bytes < shared_bytes) {
+    running.shared.reset(new unsigned char[shared_bytes]);
+    running.shared_bytes = shared_bytes;
+  }
+  running.active = true;
+  try {
+    for (unsigned z = 0; z < grid.z; ++z)
+      for (unsigned y = 0; y < grid.y; ++y)
+        for (unsigned x = 0; x < grid.x; ++x) {
+          running.block_index = uint3{x, y, z};
+          run_block(block, thread_body);
+        }
+  } catch (...) {
+    running.active = false;
+    throw;
+  }
+  running.active = false;
+}
+
+}  // namespace cuda_emu

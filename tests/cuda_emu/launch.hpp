@@ -1,0 +1,28 @@
+// tests/cuda_emu/launch.hpp — kernel launches on the CPU (docs/cuda-emulation.md). rewrite_launches.py turns
+// `kernel<<<grid, block, shmem, stream>>>(args)` into `::cuda_emu::launch(grid, block, shmem, stream,
+// [&] { kernel(args); })`: the launch checks the geometry as CUDA does (a bad one is cudaErrorInvalidConfiguration
+// for cudaGetLastError, and nothing runs), then runs the blocks one after another, x fastest, each block's
+// threads as fibers (block_scheduler.hpp). The launch returns when the kernel has finished: streams are
+// synchronous. blockIdx / blockDim / gridDim read the running launch's values.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <functional>
+
+namespace cuda_emu {
+
+const uint3& block_index();
+const dim3& block_dim();
+const dim3& grid_dim();
+// The running launch's dynamic shared memory (`extern __shared__`, rewritten by rewrite_launches.py).
+void* dynamic_shared_memory();
+
+void run_grid(dim3 grid, dim3 block, size_t dynamic_shared_bytes, const std::function<void()>& thread_body);
+
+template <class ThreadBody>
+void launch(dim3 grid, dim3 block, size_t dynamic_shared_bytes, cudaStream_t, ThreadBody&& thread_body) {
+  run_grid(grid, block, dynamic_shared_bytes, std::function<void()>(thread_body));
+}
+
+}  // namespace cuda_emu

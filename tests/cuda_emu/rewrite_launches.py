@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+# tests/cuda_emu/rewrite_launches.py — turns a .cu file into C++ that g++ compiles under the CUDA emulator
+# (docs/cuda-emulation.md). Two mechanical rewrites, nothing else changes (a #line keeps g++'s messages on
+# the .cu file's lines):
+#   kernel<<<grid, block[, shmem[, stream]]>>>(args)  →  ::cuda_emu::launch(grid, block, shmem, stream, [&] { kernel(args); })
+#   extern __shared__ [__align__(n)] T name[];         →  T* const name = static_cast<T*>(::cuda_emu::dynamic_shared_memory());
+#   #include "runtime/exec/cuda/NAME.cuh"              →  #include "NAME.emu.cuh"  (the .cuh files are rewritten too)
+# Usage: rewrite_launches.py INPUT.cu|INPUT.cuh OUTPUT
+import re
+import sys
+
+OPENERS, CLOSERS = "([{", ")]}"
+
+
+def matching_close(text, open_at):
+    """Index of the bracket closing text[open_at] (one of ([{)."""
+    depth = 0
+    for i in range(open_at, len(text)):
+        if text[i] in OPENERS:
+            depth += 1
+        elif text[i] in CLOSERS:
+            depth -= 1
+            if depth == 0:
+                return i
+    raise SystemExit(f"rewrite_launches: unbalanced bracket from offset {open_at}")
+
+
+def split_top_level(text):
+    """text split at the commas outside any bracket."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c in OPENERS:
+            depth += 1
+        elif c in CLOSERS:
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return parts
+
+
+def kernel_start(text, end):
+    """Start of the kernel expression (a qualified name, maybe with template arguments) ending at `end`."""
+    i = end
+    while i > 0 and text[i - 1].isspace():
+        i -= 1
+    if text[i - 1] == ">":  # template arguments: back to the matching '<'
+        depth = 0
+        while True:
+            i -= 1
+            depth += {">": 1, "<": -1}.get(text[i], 0)
+            if depth == 0:
+                break
+    while i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_:"):
+        i -= 1
+    return i
+
+
+def rewrite_launch(text, at):
+    """text with the launch whose <<< is at `at` rewritten, and where to search on."""
+    close = text.index(">>>", at)
+    config = split_top_level(text[at + 3:close])
+    if not 2 <= len(config) <= 4:
+        raise SystemExit(f"rewrite_launches: a launch needs 2 to 4 configuration values: {config}")
+    config += ["0", "nullptr"][len(config) - 2:]
+    paren = close + 3
+    while text[paren].isspace():
+        paren += 1
+    if text[paren] != "(":
+        raise SystemExit("rewrite_launches: no argument list after >>>")
+    args_end = matching_close(text, paren)
+    start = kernel_start(text, at)
+    kernel = text[start:at].strip()
+    call = (f"::cuda_emu::launch({', '.join(config)}, [&] {{ {kernel}({text[paren + 1:args_end]}); }})")
+    return text[:start] + call + text[args_end + 1:], start + len(call)
+
+
+EXTERN_SHARED = re.compile(r"extern\s+__shared__\s+(?:__align__\(\s*\d+\s*\)\s+)?([\w:\s]+?)\s*(\w+)\s*\[\s*\]\s*;")
+
+
+KERNEL_HEADER = re.compile(r'#include "runtime/exec/cuda/(\w+)\.cuh"')
+
+
+def rewrite(text):
+    text = KERNEL_HEADER.sub(lambda m: f'#include "{m.group(1)}.emu.cuh"', text)
+    text = EXTERN_SHARED.sub(
+        lambda m: f"{m.group(1)}* const {m.group(2)} = static_cast<{m.group(1)}*>(::cuda_emu::dynamic_shared_memory());",
+        text)
+    at = text.find("<<<")
+    while at != -1:
+        text, resume = rewrite_launch(text, at)
+        at = text.find("<<<", resume)
+    return text
+
+
+def main():
+    source, output = sys.argv[1], sys.argv[2]
+    with open(source, encoding="utf-8") as f:
+        text = f.read()
+    with open(output, "w", encoding="utf-8") as f:
+        f.write(f'#line 1 "{source}"\n' + rewrite(text))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+// tests/cuda_emu/runtime_api.cpp — the CUDA runtime API on the CPU (include/cuda_runtime_api.h): "device"
+// memory is host memory (256-byte aligned, as cudaMalloc's), every stream is the host thread (work runs when
+// it is enqueued, so synchronising is a no-op), an event records the host clock when recorded. The device
+// reports itself as one sm_80 GPU (A100's limits) so the backend's arch checks take their sm_80 paths.
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+
+#include "cublas_api.h"
+
+struct CUstream_st {};
+struct CUevent_st {
+  std::chrono::steady_clock::time_point recorded{};
+  bool was_recorded = false;
+};
+
+namespace {
+
+std::mutex allocations_mutex;
+std::set<void*> allocations;              // what cudaMalloc gave and cudaFree has not taken back
+thread_local cudaError_t last_error = cudaSuccess;
+
+constexpr size_t kAlignment = 256;
+constexpr int kMaxDynamicSharedOptin = 227 * 1024;  // sm_80: 163 KiB on A100, 227 KiB on H100; the larger
+
+cudaError_t fail(cudaError_t e) {
+  last_error = e;
+  return e;
+}
+
+}  // namespace
+
+cudaError_t cudaMalloc(void** pointer, size_t bytes) {
+  if (pointer == nullptr) return fail(cudaErrorInvalidValue);
+  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  if (p == nullptr) return fail(cudaErrorMemoryAllocation);
+  std::lock_guard lock(allocations_mutex);
+  allocations.insert(p);
+  *pointer = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFree(void* pointer) {
+  if (pointer == nullptr) return cudaSuccess;
+  std::lock_guard lock(allocations_mutex);
+  if (allocations.erase(pointer) == 0) return fail(cudaErrorInvalidDevicePointer);
+  std::free(pointer);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind) {
+  if (bytes > 0 && (dst == nullptr || src == nullptr)) return fail(cudaErrorInvalidValue);
+  if (bytes > 0) std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
+  return cudaMemcpy(dst, src, bytes, kind);
+}
+cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
+  if (bytes > 0 && dst == nullptr) return fail(cudaErrorInvalidValue);
+  if (bytes > 0) std::memset(dst, value, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t) { return cudaMemset(dst, value, bytes); }
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  constexpr size_t kTotal = size_t{80} << 30;  // an 80 GB A100
+  if (free_bytes) *free_bytes = kTotal;
+  if (total_bytes) *total_bytes = kTotal;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t* stream) {
+  *stream = new CUstream_st;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) { return cudaStreamCreate(stream); }
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  delete stream;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
+cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  *event = new CUevent_st;
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) { return cudaEventCreate(event); }
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  delete event;
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
+  event->recorded = std::chrono::steady_clock::now();
+  event->was_recorded = true;
+  return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (!start->was_recorded || !end->was_recorded) return fail(cudaErrorInvalidResourceHandle);
+  *ms = std::chrono::duration<float, std::milli>(end->recorded - start->recorded).count();
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+
+cudaError_t cudaGetDevice(int* device) {
+  *device = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice); }
+cudaError_t cudaGetDeviceCount(int* count) {
+  *count = 1;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int) {
+  switch (attribute) {
+    case cudaDevAttrComputeCapabilityMajor: *value = 8; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
+    case cudaDevAttrMultiProcessorCount: *value = 108; break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = kMaxDynamicSharedOptin; break;
+    case cudaDevAttrMaxThreadsPerBlock: *value = 1024; break;
+    case cudaDevAttrWarpSize: *value = 32; break;
+    default: return fail(cudaErrorInvalidValue);
+  }
+  return cudaSuccess;
+}
+cudaError_t cudaFuncSetAttribute(const void* function, cudaFuncAttribute attribute, int value) {
+  if (attribute != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaSuccess;
+  if (value < 0 || value > kMaxDynamicSharedOptin) return fail(cudaErrorInvalidValue);
+  (void)function;  // the limit is not kept per kernel: launches are checked against the opt-in maximum
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetLastError() {
+  const cudaError_t e = last_error;
+  last_error = cudaSuccess;
+  return e;
+}
+cudaError_t cudaPeekAtLastError() { return last_error; }
+
+const char* cudaGetErrorName(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    default: return "cudaError (emulator: unnamed)";
+  }
+}
+const char* cudaGetErrorString(cudaError_t error) {
+  return error == cudaSuccess ? "no error" : "error reported by the CUDA emulator (tests/cuda_emu)";
+}
+
+const char* cublasGetStatusName(cublasStatus_t status) {
+  return status == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : "CUBLAS_STATUS (emulator)";
+}
+const char* cublasGetStatusString(cublasStatus_t status) {
+  return status == CUBLAS_STATUS_SUCCESS ? "success" : "cuBLAS error (emulator)";
+}
+
+namespace cuda_emu {
+void set_last_error(cudaError_t error) { last_error = error; }
+size_t max_dynamic_shared_bytes() { return kMaxDynamicSharedOptin; }
+}  // namespace cuda_emu

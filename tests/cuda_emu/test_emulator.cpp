@@ -1,0 +1,82 @@
+// tests/cuda_emu/test_emulator.cpp — the emulator itself (docs/cuda-emulation.md): barriers order the block's
+// threads, shuffles exchange as CUDA defines them, and what CUDA leaves undefined or reports (a shuffle not
+// every lane of its mask reaches, __trap, a bad launch geometry) is an error, not a silent result.
+#include <doctest/doctest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <numeric>
+#include <vector>
+
+#include "block_scheduler.hpp"
+#include "launch.hpp"
+#include "warp_intrinsics.hpp"
+
+namespace {
+
+unsigned thread_x() { return cuda_emu::current_thread_index().x; }
+
+}  // namespace
+
+TEST_CASE("cuda_emu: __syncthreads makes every thread's write visible to every thread after it") {
+  // each thread writes its slot, waits, then sums every slot: only a working barrier gives each the full
+  // sum 0+1+...+(n−1) (without it, thread 0 would read slots nobody has written yet)
+  constexpr unsigned n = 96;
+  std::vector<int> slots(n, -1000), sums(n, 0);
+  cuda_emu::run_grid(dim3(1), dim3(n), 0, [&] {
+    const unsigned t = thread_x();
+    slots[t] = static_cast<int>(t);
+    cuda_emu::sync_block();
+    sums[t] = std::accumulate(slots.begin(), slots.end(), 0);
+  });
+  for (unsigned t = 0; t < n; ++t) CHECK(sums[t] == static_cast<int>(n * (n - 1) / 2));
+}
+
+TEST_CASE("cuda_emu: shuffles read the lane the CUDA Programming Guide names") {
+  std::vector<int> xor_got(64), down_got(64), down16_got(64);
+  cuda_emu::run_grid(dim3(1), dim3(64), 0, [&] {
+    const int t = static_cast<int>(thread_x());
+    xor_got[t] = __shfl_xor_sync(0xffffffffu, t, 5);
+    down_got[t] = __shfl_down_sync(0xffffffffu, t, 3);
+    down16_got[t] = __shfl_down_sync(0xffffffffu, t, 4, 16);
+  });
+  for (int t = 0; t < 64; ++t) {
+    const int lane = t % 32, warp_base = t - lane;
+    CHECK(xor_got[t] == warp_base + (lane ^ 5));
+    CHECK(down_got[t] == (lane + 3 < 32 ? t + 3 : t));                 // past the warp's end: own value
+    CHECK(down16_got[t] == (lane % 16 + 4 < 16 ? t + 4 : t));          // past its 16-lane group: own value
+  }
+}
+
+TEST_CASE("cuda_emu: a shuffle that not every lane of its mask reaches is an error") {
+  // lane 7 skips the full-warp shuffle: on a GPU the result is undefined; the emulator names it
+  auto divergent = [] {
+    const int t = static_cast<int>(thread_x());
+    if (t != 7) (void)__shfl_xor_sync(0xffffffffu, t, 1);
+  };
+  CHECK_THROWS_WITH_AS(cuda_emu::run_grid(dim3(1), dim3(32), 0, divergent),
+                       doctest::Contains("lane 7 of its warp (thread 7) is returned"), cuda_emu::KernelError);
+  // a full mask in a block of 16 threads names lanes that do not exist
+  CHECK_THROWS_WITH_AS(cuda_emu::run_grid(dim3(1), dim3(16), 0, [] { (void)__shfl_xor_sync(0xffffffffu, 1, 1); }),
+                       doctest::Contains("not a thread of this block"), cuda_emu::KernelError);
+}
+
+TEST_CASE("cuda_emu: a bad launch geometry sets cudaErrorInvalidConfiguration and runs nothing") {
+  (void)cudaGetLastError();
+  bool ran = false;
+  cuda_emu::run_grid(dim3(1), dim3(1025), 0, [&] { ran = true; });
+  CHECK_FALSE(ran);
+  CHECK(cudaGetLastError() == cudaErrorInvalidConfiguration);
+  CHECK(cudaGetLastError() == cudaSuccess);  // read once, then cleared
+}
+
+TEST_CASE("cuda_emu: blocks run with their own blockIdx, and shared state does not leak between launches") {
+  std::vector<unsigned> seen(6 * 2, 0);
+  cuda_emu::run_grid(dim3(3, 2), dim3(2), 0, [&] {
+    const uint3 b = cuda_emu::block_index();
+    seen[(b.y * 3 + b.x) * 2 + thread_x()] += 1 + b.x + 10 * b.y;
+  });
+  for (unsigned y = 0; y < 2; ++y)
+    for (unsigned x = 0; x < 3; ++x)
+      for (unsigned t = 0; t < 2; ++t) CHECK(seen[(y * 3 + x) * 2 + t] == 1 + x + 10 * y);
+}
