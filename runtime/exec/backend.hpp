@@ -19,6 +19,7 @@
 #include "models/task_graph.hpp"
 #include "runtime/exec/device_types.hpp"
 #include "runtime/optim/optimizer_math.hpp"  // defines: Hyperparameters
+#include "runtime/optim/loss_scale_state.hpp"  // defines: LossScaleState
 #include "runtime/optim/step_scalars.hpp"    // defines: StepScalars
 
 namespace ptsim::runtime {
@@ -125,6 +126,19 @@ class Backend {
   // skip, clip_divisor, clip; the other fields as they are). A one-thread device step on a GPU; this default
   // goes through host copies.
   virtual void finish_step_scalars(const DeviceSpan& scalars, const DeviceSpan& sum, double max_grad_norm);
+  // scaled_sum_of_squares_into with the factor in this backend's memory: `factor` one fp32 (the
+  // LossScaleState's grad_factor, formed on the device), read on the compute stream; the same double as
+  // scaled_sum_of_squares_into(span, dtype, that float, sum). This default copies the factor to the host.
+  virtual void scaled_sum_of_squares_into_by(const DeviceSpan& span, models::DType dtype, const DeviceSpan& factor,
+                                             const DeviceSpan& sum);
+  // The loss scale's step on the compute stream: optim_math::update_loss_scale(*state, scalars->skip != 0),
+  // with `state` one LossScaleState and `scalars` the step's StepScalars after finish_step_scalars. A
+  // one-thread device step on a GPU; this default goes through host copies.
+  virtual void update_loss_scale(const DeviceSpan& state, const DeviceSpan& scalars);
+  // sum ← sum + value on the compute stream, `sum` one double and `value` one scalar of compute()'s type (fp32
+  // widened exactly, or double): the host's `loss_sum += loss` on a value that stays in backend memory. This
+  // default goes through host copies.
+  virtual void add_to_sum(const DeviceSpan& sum, const DeviceSpan& value);
   // dst ← src converted element by element on the compute stream: f32 → f16/bf16 rounds to nearest even
   // (precision.hpp's narrow_16bit: fp16 overflow → ±inf, NaN stays NaN), f16/bf16 → f32 widens (exact),
   // equal dtypes copy. Both spans hold the same element count and do not overlap. f32 compute only. Used for

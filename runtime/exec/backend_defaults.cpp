@@ -1,6 +1,7 @@
 // runtime/exec/backend_defaults.cpp — Backend's default step-tail operations for backends without their own
 // kernels: the scaled sum of squares (returned, or added to a sum in backend memory), the step's norm verdict
-// (StepScalars' norm, clip and skip fields) and the f32 ↔ 16-bit conversion, run by the CPU passes
+// (StepScalars' norm, clip and skip fields), the loss scale's update, the micro-step loss sums and the
+// f32 ↔ 16-bit conversion, run by the CPU passes
 // (cpu_16bit_vectors.hpp) on host copies of the spans. Correct on any backend, bit for bit the CPU
 // backend's results, and slow (two host copies of the data). The optimizer's default is in
 // cpu_optimizer.cpp.
@@ -40,6 +41,42 @@ void Backend::finish_step_scalars(const DeviceSpan& scalars, const DeviceSpan& s
   copy_to_host(&sum_of_squares, sum);
   optim_math::finish_norm(s, sum_of_squares, max_grad_norm);
   copy_to_device(scalars, &s);
+}
+
+void Backend::scaled_sum_of_squares_into_by(const DeviceSpan& span, models::DType dtype, const DeviceSpan& factor,
+                                            const DeviceSpan& sum) {
+  if (factor.bytes != sizeof(float)) throw std::invalid_argument("scaled_sum_of_squares_into_by: the factor is one float");
+  float f = 1.0f;
+  copy_to_host(&f, factor);
+  scaled_sum_of_squares_into(span, dtype, f, sum);
+}
+
+void Backend::update_loss_scale(const DeviceSpan& state, const DeviceSpan& scalars) {
+  if (state.bytes != sizeof(optim_math::LossScaleState) || scalars.bytes != sizeof(optim_math::StepScalars))
+    throw std::invalid_argument("update_loss_scale: expected one LossScaleState and one StepScalars");
+  optim_math::LossScaleState s;
+  optim_math::StepScalars verdict;
+  copy_to_host(&s, state);
+  copy_to_host(&verdict, scalars);
+  optim_math::update_loss_scale(s, verdict.skip != 0);
+  copy_to_device(state, &s);
+}
+
+void Backend::add_to_sum(const DeviceSpan& sum, const DeviceSpan& value) {
+  const bool f32 = compute() == ComputeType::f32;
+  if (sum.bytes != sizeof(double) || value.bytes != (f32 ? sizeof(float) : sizeof(double)))
+    throw std::invalid_argument("add_to_sum: expected one double and one scalar of the compute type");
+  double total = 0.0, v = 0.0;
+  float v32 = 0.0f;
+  copy_to_host(&total, sum);
+  if (f32) {
+    copy_to_host(&v32, value);
+    v = v32;
+  } else {
+    copy_to_host(&v, value);
+  }
+  total = total + v;
+  copy_to_device(sum, &total);
 }
 
 void Backend::convert(const DeviceSpan& dst, models::DType dst_dtype, const DeviceSpan& src, models::DType src_dtype) {

@@ -192,6 +192,29 @@ void CpuDevice::finish_step_scalars(const DeviceSpan& scalars, const DeviceSpan&
                           *reinterpret_cast<const double*>(checked(sum)), max_grad_norm);
 }
 
+void CpuDevice::scaled_sum_of_squares_into_by(const DeviceSpan& span, models::DType dtype, const DeviceSpan& factor,
+                                              const DeviceSpan& sum) {
+  if (factor.bytes != sizeof(float))
+    throw std::invalid_argument("cpu backend: scaled_sum_of_squares_into_by: the factor is one float");
+  scaled_sum_of_squares_into(span, dtype, *reinterpret_cast<const float*>(checked(factor)), sum);
+}
+
+void CpuDevice::update_loss_scale(const DeviceSpan& state, const DeviceSpan& scalars) {
+  if (state.bytes != sizeof(optim_math::LossScaleState) || scalars.bytes != sizeof(optim_math::StepScalars))
+    throw std::invalid_argument("cpu backend: update_loss_scale: expected one LossScaleState and one StepScalars");
+  optim_math::update_loss_scale(*reinterpret_cast<optim_math::LossScaleState*>(checked(state)),
+                                reinterpret_cast<const optim_math::StepScalars*>(checked(scalars))->skip != 0);
+}
+
+void CpuDevice::add_to_sum(const DeviceSpan& sum, const DeviceSpan& value) {
+  const bool f32 = compute_ == ComputeType::f32;
+  if (sum.bytes != sizeof(double) || value.bytes != (f32 ? sizeof(float) : sizeof(double)))
+    throw std::invalid_argument("cpu backend: add_to_sum: expected one double and one scalar of the compute type");
+  double* total = reinterpret_cast<double*>(checked(sum));
+  const double v = f32 ? *reinterpret_cast<const float*>(checked(value)) : *reinterpret_cast<const double*>(checked(value));
+  *total = *total + v;
+}
+
 void CpuDevice::convert(const DeviceSpan& dst, models::DType dst_dtype, const DeviceSpan& src, models::DType src_dtype) {
   if (compute_ != ComputeType::f32) throw std::logic_error("cpu backend: convert needs f32 compute");
   const size_t n = src.bytes / tail_element_bytes(src_dtype);

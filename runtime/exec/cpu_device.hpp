@@ -46,6 +46,10 @@ class CpuDevice : public Backend {
   void scaled_sum_of_squares_into(const DeviceSpan& span, models::DType dtype, double factor,
                                   const DeviceSpan& sum) override;
   void finish_step_scalars(const DeviceSpan& scalars, const DeviceSpan& sum, double max_grad_norm) override;
+  void scaled_sum_of_squares_into_by(const DeviceSpan& span, models::DType dtype, const DeviceSpan& factor,
+                                     const DeviceSpan& sum) override;
+  void update_loss_scale(const DeviceSpan& state, const DeviceSpan& scalars) override;
+  void add_to_sum(const DeviceSpan& sum, const DeviceSpan& value) override;
   void convert(const DeviceSpan& dst, models::DType dst_dtype, const DeviceSpan& src, models::DType src_dtype) override;
   // The CPU reference (cpu_optimizer.hpp) in place on these buffers, on threads() threads, with the
   // StepScalars read from their buffer (host memory: work runs when it is queued).

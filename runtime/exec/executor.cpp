@@ -29,6 +29,7 @@
 #include "runtime/exec/cpu_gemm.hpp"  // defines: gemm_set_threads
 #include "runtime/exec/cpu_parallel.hpp"  // defines: vector_pass_threads
 #include "runtime/exec/precision.hpp"
+#include "runtime/exec/step_state.hpp"  // defines: DeviceStepState
 #include "runtime/optim/optimizer.hpp"
 
 namespace ptsim::runtime {
@@ -179,6 +180,10 @@ struct Executor::Impl {
   const Optimizer* verdict_optimizer = nullptr;
   int64_t verdict_serial = 0;  // verdict_optimizer->step_serial() when its tail ended
   bool verdict_unread = false;
+  // The step state in backend memory (step_state.hpp): the device loss scale once set_device_loss_scale
+  // gave one, the micro-step loss sums, a copy of the last verdict. Allocated at first use.
+  std::unique_ptr<DeviceStepState> step_state;
+  bool factor_on_device = false;  // this tail's unscale is the device loss scale's grad_factor (grad_factor 1)
 
   Impl(const TaskGraph& g, ExecutorOptions o, std::unique_ptr<Backend> given) : graph(g), options(o) {
     validate();
@@ -236,9 +241,11 @@ struct Executor::Impl {
     // (a deliberate leak) rather than freed under it. Waiting here instead could hang on a peer that never
     // posts its half.
     if (in_flight_count > 0) {
+      static_cast<void>(step_state.release());
       static_cast<void>(backend.release());
       return;
     }
+    step_state.reset();
     for (DeviceBuffer b : {arena, weights, gradients, inputs, masters, scalars, staging, tail_sum, tail_verdict})
       if (b.valid()) backend->free(b);
     for (const StagingSlot& slot : staging_slots)
@@ -515,6 +522,39 @@ struct Executor::Impl {
   }
 
   double run_micro_step(int64_t step, int64_t micro_step, Communicator* comm) {
+    run_micro_step_body(step, micro_step, comm);
+    read_scalars();
+    flush_timings();
+    const int loss_slot = graph.loss_tensor >= 0 ? scalar_slot[static_cast<size_t>(graph.loss_tensor)] : -1;
+    return loss_slot >= 0 ? scalar_values[static_cast<size_t>(loss_slot)] : std::numeric_limits<double>::quiet_NaN();
+  }
+
+  // The micro-step with its kept scalars added to the step state's sums (zeroed at micro-step 0) on the
+  // backend instead of read back: sum k += the value of summed[k] (the host's `loss_sum += ...`).
+  void run_micro_step_summed(int64_t step, int64_t micro_step, Communicator* comm, std::span<const int> summed) {
+    if (summed.size() > kStepStateSums)
+      throw std::invalid_argument(fmt::format("run_micro_step_summed: at most {} sums, got {}", kStepStateSums,
+                                              summed.size()));
+    std::vector<int> slots;
+    for (int id : summed) {
+      if (id < 0 || static_cast<size_t>(id) >= scalar_slot.size() || scalar_slot[static_cast<size_t>(id)] < 0)
+        throw std::invalid_argument(fmt::format("run_micro_step_summed: tensor {} is not a scalar the executor keeps "
+                                                "(the loss or a cross_entropy loss)", id));
+      slots.push_back(scalar_slot[static_cast<size_t>(id)]);
+    }
+    DeviceStepState& state = step_state_buffer();
+    run_micro_step_body(step, micro_step, comm);
+    if (micro_step == 0) backend->fill_zero(state.sums());
+    for (size_t k = 0; k < slots.size(); ++k) backend->add_to_sum(state.sum(k), scalar_span(slots[k]));
+    flush_timings();
+  }
+
+  DeviceStepState& step_state_buffer() {
+    if (!step_state) step_state = std::make_unique<DeviceStepState>(*backend);
+    return *step_state;
+  }
+
+  void run_micro_step_body(int64_t step, int64_t micro_step, Communicator* comm) {
     if (in_flight_count > 0)
       throw std::logic_error("run_micro_step: bucket all-reduces of the last micro-step are still in flight; run the "
                              "step tail (run_step_tail) first");
@@ -526,6 +566,7 @@ struct Executor::Impl {
     if (micro_step == 0) {
       backend->fill_zero(DeviceSpan::of(gradients));
       grad_factor = 1.0;  // read_gradient: the new step's gradients, as stored (the last tail's unscale is over)
+      factor_on_device = false;
       forget_staging();   // a tail that threw may have left buckets marked or slots held
     }
     const OpContext context{options.seed, step, micro_step};
@@ -553,10 +594,6 @@ struct Executor::Impl {
         if (in_flight_count > 0) comm->progress();
       }
     }
-    read_scalars();
-    flush_timings();
-    const int loss_slot = graph.loss_tensor >= 0 ? scalar_slot[static_cast<size_t>(graph.loss_tensor)] : -1;
-    return loss_slot >= 0 ? scalar_values[static_cast<size_t>(loss_slot)] : std::numeric_limits<double>::quiet_NaN();
   }
 
   void check_communicator(const Communicator& comm) const {
@@ -632,6 +669,7 @@ struct Executor::Impl {
   // optimizer: StepInputs::grad_factor), giving the same fp32 values without storing any unscaled value.
   void unscale_gradients(double loss_scale) {
     grad_factor = 1.0;
+    if (factor_on_device) return;  // the device loss scale's grad_factor, read where the gradients are read
     if (loss_scale == 1.0) return;
     if (gradients_16bit) grad_factor = 1.0 / loss_scale;
     else scale_tensors(parameter_gradients(), 1.0 / loss_scale);
@@ -823,7 +861,8 @@ struct Executor::Impl {
     const DeviceSpan sum = tail_sum_span();
     backend->fill_zero(sum);
     for_each_gradient_range(ids, [&](const DeviceSpan& span, models::DType dtype, double factor) {
-      backend->scaled_sum_of_squares_into(span, dtype, factor, sum);
+      if (factor_on_device) backend->scaled_sum_of_squares_into_by(span, dtype, step_state->grad_factor(), sum);
+      else backend->scaled_sum_of_squares_into(span, dtype, factor, sum);
     });
   }
   // After the tail: the StepScalars holding this tail's verdict (the optimizer's, or tail_verdict finished
@@ -862,7 +901,26 @@ struct Executor::Impl {
     verdict_unread = false;
   }
 
-  void run_step_tail(Communicator* comm, Optimizer* optimizer, double lr, double loss_scale) {
+  // The device loss scale's preconditions (set_device_loss_scale): an optimizer to decide the skip, f32
+  // compute and 16-bit gradients (fp32 ones would be rescaled in place by a host factor).
+  void check_device_loss_scale(const Optimizer* optimizer) const {
+    if (!step_state || !step_state->has_loss_scale())
+      throw std::logic_error("run_step_tail_device_scale: no device loss scale (call set_device_loss_scale first)");
+    if (!optimizer)
+      throw std::invalid_argument("run_step_tail_device_scale: the device loss scale is updated from the optimizer's "
+                                  "verdict; pass an optimizer");
+  }
+  // After the tail: a copy of the verdict into the step state (read back with the sums in one copy), and with
+  // a device loss scale its update from that verdict (the next step's seed and unscale).
+  void finish_step_state(const Optimizer* stepped, bool device_scale) {
+    const DeviceSpan verdict = stepped ? stepped->step_scalars_span() : DeviceSpan::of(tail_verdict);
+    DeviceStepState& state = step_state_buffer();
+    backend->copy(state.verdict(), verdict);
+    if (device_scale) backend->update_loss_scale(state.loss_scale(), state.verdict());
+  }
+
+  void run_step_tail(Communicator* comm, Optimizer* optimizer, double lr, double loss_scale, bool device_scale) {
+    if (device_scale) check_device_loss_scale(optimizer);
     const bool f64 = options.compute == ComputeType::f64;
     if (!(loss_scale > 0) || !std::isfinite(loss_scale))
       throw std::invalid_argument(fmt::format("run_step_tail: loss scale must be finite and > 0, got {}", loss_scale));
@@ -878,6 +936,7 @@ struct Executor::Impl {
     verdict_unread = false;
     verdict_optimizer = nullptr;
     grad_factor = 1.0;
+    factor_on_device = device_scale;
     bool in_step = false;
     bool unscaled = false;
     bool summed = false;   // tail_sum holds this tail's Σg² (f32 compute: the norm stays on the device)
@@ -922,7 +981,8 @@ struct Executor::Impl {
               summed = true;
               // The norm, clip divisor and skip flag (non-finite norm: the passes change nothing) are formed
               // on the compute stream; nothing is read back here.
-              optimizer->step_begin_on_device(lr, tail_sum_span(), grad_factor);
+              if (factor_on_device) optimizer->step_begin_on_device(lr, tail_sum_span(), step_state->grad_factor());
+              else optimizer->step_begin_on_device(lr, tail_sum_span(), grad_factor);
               in_step = true;
             }
             std::vector<size_t> slots(op.attrs.params.begin(), op.attrs.params.end());
@@ -936,7 +996,12 @@ struct Executor::Impl {
       }
     }
     if (in_step) optimizer->step_end();
-    if (summed) finish_verdict(in_step ? optimizer : nullptr, norm_output);
+    if (device_scale && !in_step)
+      throw std::logic_error("run_step_tail_device_scale: the graph has no optimizer_update op to decide the skip");
+    if (summed) {
+      finish_verdict(in_step ? optimizer : nullptr, norm_output);
+      finish_step_state(in_step ? optimizer : nullptr, device_scale);
+    }
     flush_timings();
   }
 
@@ -1077,7 +1142,46 @@ double Executor::run_micro_step(int64_t step, int64_t micro_step, Communicator* 
 }
 
 void Executor::run_step_tail(Communicator* comm, Optimizer* optimizer, double lr, double loss_scale) {
-  impl_->run_step_tail(comm, optimizer, lr, loss_scale);
+  impl_->run_step_tail(comm, optimizer, lr, loss_scale, false);
+}
+void Executor::run_step_tail_device_scale(Communicator* comm, Optimizer* optimizer, double lr) {
+  impl_->run_step_tail(comm, optimizer, lr, 1.0, true);
+}
+void Executor::run_micro_step_summed(int64_t step, int64_t micro_step, Communicator* comm, std::span<const int> summed) {
+  impl_->run_micro_step_summed(step, micro_step, comm, summed);
+}
+
+bool Executor::supports_device_loss_scale() const {
+  return impl_->options.compute == ComputeType::f32 && impl_->gradients_16bit;
+}
+void Executor::set_device_loss_scale(const optim_math::LossScaleState& state) {
+  if (!supports_device_loss_scale())
+    throw std::logic_error("Executor::set_device_loss_scale: needs f32 compute and 16-bit gradients "
+                           "(supports_device_loss_scale)");
+  impl_->step_state_buffer().write_loss_scale(state);
+}
+void Executor::seed_loss_gradient() {
+  Impl& m = *impl_;
+  if (!m.step_state || !m.step_state->has_loss_scale())
+    throw std::logic_error("Executor::seed_loss_gradient: no device loss scale (call set_device_loss_scale first)");
+  const int id = m.graph.inputs.loss_grad;
+  const DType as = m.stored.tensor(id).dtype;
+  if (m.graph.tensor(id).elements() != 1)
+    throw std::logic_error("Executor::seed_loss_gradient: the loss gradient input is not one scalar");
+  // write_tensor's rounding: a 16-bit store narrows to nearest even (Backend::convert), fp32 copies.
+  if (is_16bit_float(as)) m.backend->convert(m.span_of(id), as, m.step_state->loss_grad(), DType::f32);
+  else m.backend->copy(m.span_of(id), m.step_state->loss_grad());
+}
+StepStateRecord Executor::read_step_state() {
+  Impl& m = *impl_;
+  const StepStateRecord r = m.step_state_buffer().read();
+  if (m.verdict_unread) {  // the verdict came with the record: no second read for last_grad_norm and the optimizer
+    if (m.verdict_optimizer) m.verdict_optimizer->adopt_verdict(r.verdict, m.verdict_serial);
+    m.last_norm = r.verdict.grad_norm;
+    m.last_skipped = m.verdict_optimizer && r.verdict.skip != 0;
+    m.verdict_unread = false;
+  }
+  return r;
 }
 
 std::vector<float> Executor::read_parameter(size_t param_index) {
@@ -1092,7 +1196,8 @@ void Executor::write_parameter(size_t param_index, std::span<const float> values
 void Executor::refresh_weight_copies() { impl_->refresh_weight_copies(); }
 std::vector<float> Executor::read_gradient(size_t param_index) {
   std::vector<float> g = read_tensor<float>(impl_->graph.params.at(param_index).gradient);
-  const auto factor = static_cast<float>(impl_->grad_factor);  // 1 unless the last tail unscales on read
+  auto factor = static_cast<float>(impl_->grad_factor);  // 1 unless the last tail unscales on read
+  if (impl_->factor_on_device) impl_->backend->copy_to_host(&factor, impl_->step_state->grad_factor());
   if (impl_->gradients_16bit && factor != 1.0f)
     for (float& x : g) x *= factor;
   return g;

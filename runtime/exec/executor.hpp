@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "models/memory_plan.hpp"
+#include "runtime/exec/step_state.hpp"  // defines: StepStateRecord, LossScaleState
 #include "models/task_graph.hpp"
 #include "runtime/exec/device_types.hpp"  // defines: ComputeType, BackendKind
 
@@ -145,6 +146,29 @@ class Executor {
   // the updates (communication and norm only); f64 compute refuses a non-null one. A non-finite global
   // norm skips the update (last_step_skipped()).
   void run_step_tail(Communicator* comm, Optimizer* optimizer, double lr, double loss_scale = 1.0);
+
+  // ---- a step with no host read inside it (docs/cuda-backend.md, "The loss scale on the device") ----
+  // run_micro_step without reading anything back: the kept scalars `summed` (at most 3 tensor ids, each one
+  // scalar_output accepts: e.g. the loss, MLM and NSP losses) are added in double into the step state's sums
+  // on the backend, zeroed at micro_step 0 (the same order and bits as the host's `sum += run_micro_step(...)`).
+  // scalar_output is not updated. read_step_state() returns the sums.
+  void run_micro_step_summed(int64_t step, int64_t micro_step, Communicator* comm, std::span<const int> summed);
+  // fp16 dynamic loss scaling with the scale in backend memory: needs f32 compute and 16-bit gradients.
+  bool supports_device_loss_scale() const;
+  // Writes the scale state (LossScaler::device_state: a run's start or a checkpoint restore) into backend
+  // memory. Throws std::logic_error when !supports_device_loss_scale().
+  void set_device_loss_scale(const optim_math::LossScaleState& state);
+  // graph.inputs.loss_grad ← the device state's loss_grad (fp32(scale / grad_accum)), a device copy: what
+  // write_tensor of that value gives.
+  void seed_loss_gradient();
+  // run_step_tail with the unscale factor (grad_factor = fp32(1/scale)) read from the device state by the norm
+  // and the optimizer, and after the verdict the scale's update on the device (Backend::update_loss_scale).
+  // Needs an optimizer and set_device_loss_scale first.
+  void run_step_tail_device_scale(Communicator* comm, Optimizer* optimizer, double lr);
+  // One copy back of the step state: the verdict of the last f32 tail (also answering last_grad_norm,
+  // last_step_skipped and the optimizer's own verdict, so they read nothing more), the device loss scale
+  // after its update (what LossScaler::mirror takes), and the micro-step sums.
+  StepStateRecord read_step_state();
 
   // Measured seconds per op id, accumulated since the last reset (body ops: summed over micro-steps).
   const std::vector<double>& op_seconds() const;

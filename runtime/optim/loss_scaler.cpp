@@ -26,31 +26,44 @@ void validate_loss_scaler_config(const LossScalerConfig& c) {
 
 LossScaler::LossScaler(LossScalerConfig config) : config_(config) {
   validate_loss_scaler_config(config_);
-  scale_ = config_.enabled ? config_.initial_scale : 1.0;
+  state_.scale = config_.enabled ? config_.initial_scale : 1.0;
+  state_.growth_interval = config_.growth_interval;
+  state_.dynamic = config_.enabled && config_.dynamic ? 1 : 0;
+  optim_math::derive_step_factors(state_);
 }
 
 void LossScaler::update(bool skipped) {
-  if (skipped) ++skipped_steps_;
-  if (!config_.enabled || !config_.dynamic) return;
-  if (skipped) {
-    scale_ *= 0.5;  // GradScaler's backoff_factor
-    growth_tracker_ = 0;
-    if (scale_ < kMinLossScale)
-      throw std::runtime_error(fmt::format("fp16 loss scale fell below 2^-24 after {} skipped steps: the gradients "
-                                           "are inf/NaN at every scale (the model diverged; try a lower --lr or bf16)",
-                                           skipped_steps_));
-    return;
-  }
-  if (++growth_tracker_ == config_.growth_interval) {
-    scale_ = std::min(scale_ * 2.0, kMaxLossScale);  // GradScaler's growth_factor
-    growth_tracker_ = 0;
-  }
+  optim_math::update_loss_scale(state_, skipped);
+  throw_if_underflow();
+}
+
+void LossScaler::throw_if_underflow() const {
+  if (state_.underflow != 0)
+    throw std::runtime_error(fmt::format("fp16 loss scale fell below 2^-24 after {} skipped steps: the gradients "
+                                         "are inf/NaN at every scale (the model diverged; try a lower --lr or bf16)",
+                                         state_.skipped_steps));
+}
+
+optim_math::LossScaleState LossScaler::device_state(int64_t micro_steps) const {
+  optim_math::LossScaleState s = state_;
+  s.micro_steps = static_cast<double>(micro_steps);
+  optim_math::derive_step_factors(s);
+  return s;
+}
+
+void LossScaler::mirror(const optim_math::LossScaleState& device) {
+  state_.scale = device.scale;
+  state_.growth_tracker = device.growth_tracker;
+  state_.skipped_steps = device.skipped_steps;
+  state_.underflow = device.underflow;
+  optim_math::derive_step_factors(state_);
+  throw_if_underflow();
 }
 
 core::Json LossScaler::to_json() const {
   return {{"enabled", config_.enabled},   {"dynamic", config_.dynamic},
-          {"scale", scale_},              {"growth_interval", config_.growth_interval},
-          {"growth_tracker", growth_tracker_}, {"skipped_steps", skipped_steps_}};
+          {"scale", state_.scale},        {"growth_interval", config_.growth_interval},
+          {"growth_tracker", state_.growth_tracker}, {"skipped_steps", state_.skipped_steps}};
 }
 
 void LossScaler::load_json(const core::Json& j, const std::string& source) {
@@ -78,9 +91,11 @@ void LossScaler::load_json(const core::Json& j, const std::string& source) {
   const long long skipped = r.require_int("skipped_steps");
   if (skipped < 0) r.fail("skipped_steps", "an integer >= 0");
   r.finish();
-  scale_ = scale;
-  growth_tracker_ = tracker;
-  skipped_steps_ = skipped;
+  state_.scale = scale;
+  state_.growth_tracker = tracker;
+  state_.skipped_steps = skipped;
+  state_.underflow = 0;
+  optim_math::derive_step_factors(state_);
 }
 
 }  // namespace ptsim::runtime

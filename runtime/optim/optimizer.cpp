@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -160,6 +161,7 @@ void Optimizer::begin_common(double lr, double grad_factor) {
   settle_step();  // this step's t is the count of the steps before it that were not skipped
   lr_ = lr;
   grad_factor_ = grad_factor;
+  grad_factor_on_device_ = false;
   grad_norm_ = std::numeric_limits<double>::quiet_NaN();
   clip_divisor_ = 1.0;
   skipped_ = false;
@@ -188,12 +190,26 @@ void Optimizer::step_begin(double lr, std::optional<double> global_grad_norm_in,
 }
 
 void Optimizer::step_begin_on_device(double lr, const DeviceSpan& sum_of_squares, double grad_factor) {
+  begin_on_device(lr, sum_of_squares, grad_factor, nullptr);
+}
+
+void Optimizer::step_begin_on_device(double lr, const DeviceSpan& sum_of_squares, const DeviceSpan& grad_factor_f32) {
+  if (grad_factor_f32.bytes != sizeof(float))
+    throw std::invalid_argument("Optimizer::step_begin_on_device: the device gradient factor is one float");
+  begin_on_device(lr, sum_of_squares, 1.0, &grad_factor_f32);
+}
+
+void Optimizer::begin_on_device(double lr, const DeviceSpan& sum_of_squares, double grad_factor,
+                                const DeviceSpan* device_factor) {
   begin_common(lr, grad_factor);
-  // The host's part (lr, t, bias corrections, grad_factor; clip 1, skip 0), then the device's: finish_norm
-  // with the clip threshold step_begin would apply (0: no clipping).
+  grad_factor_on_device_ = device_factor != nullptr;  // unknown here: update() treats every read as widened
+  // The host's part (lr, t, bias corrections, grad_factor; clip 1, skip 0), then the device's: the factor
+  // when it lies there, and finish_norm with the clip threshold step_begin would apply (0: no clipping).
   const optim_math::StepScalars scalars =
       optim_math::step_scalars(hyper_, optim_math::StepInputs{lr_, current_t(), 1.0, grad_factor_});
   backend_.copy_to_device_async(step_scalars_span(), &scalars);
+  if (device_factor)
+    backend_.copy(step_scalars_span().sub(offsetof(optim_math::StepScalars, grad_factor), sizeof(float)), *device_factor);
   backend_.finish_step_scalars(step_scalars_span(), sum_of_squares, uses_global_norm() ? config_.max_grad_norm : 0.0);
   verdict_unread_ = true;
   std::fill(updated_.begin(), updated_.end(), 0);
@@ -204,6 +220,16 @@ void Optimizer::read_verdict() const {
   if (!verdict_unread_) return;
   optim_math::StepScalars s;
   backend_.copy_to_host(&s, step_scalars_span());  // waits for the queued finish step (and the passes before it)
+  verdict_unread_ = false;
+  grad_norm_ = s.grad_norm;
+  clip_divisor_ = s.clip_divisor;
+  skipped_ = s.skip != 0;
+}
+
+void Optimizer::adopt_verdict(const optim_math::StepScalars& s, int64_t serial) const {
+  if (serial != step_serial_)
+    throw std::logic_error("Optimizer::adopt_verdict: another step began since the verdict's step");
+  if (!verdict_unread_) return;
   verdict_unread_ = false;
   grad_norm_ = s.grad_norm;
   clip_divisor_ = s.clip_divisor;
@@ -231,7 +257,8 @@ void Optimizer::update(std::span<const std::size_t> slot_indices) {
   if (!in_step_) throw std::logic_error("Optimizer::update called outside step_begin/step_end");
   std::vector<OptimizerTensor> tensors;
   tensors.reserve(slot_indices.size());
-  bool widened = static_cast<float>(grad_factor_) != 1.0f;  // a gradient read other than as stored in fp32
+  // A gradient read other than as stored in fp32 (a device factor may be anything).
+  bool widened = grad_factor_on_device_ || static_cast<float>(grad_factor_) != 1.0f;
   for (std::size_t i : slot_indices) {
     if (i >= slots_.size())
       throw std::out_of_range(fmt::format("Optimizer::update: slot index {} >= {} slots", i, slots_.size()));

@@ -121,6 +121,9 @@ class Optimizer {
   // always formed (it decides the skip); clipping follows the configuration as in step_begin. Never throws
   // for a non-finite norm: the step is skipped on the device instead.
   void step_begin_on_device(double lr, const DeviceSpan& sum_of_squares, double grad_factor = 1.0);
+  // The same with the gradient factor in the backend's memory (`grad_factor_f32`: one fp32, the device loss
+  // scale's LossScaleState::grad_factor), copied into the step's StepScalars on the compute stream.
+  void step_begin_on_device(double lr, const DeviceSpan& sum_of_squares, const DeviceSpan& grad_factor_f32);
   void update(std::span<const std::size_t> slot_indices);
   void update_all();
   void step_end();
@@ -140,6 +143,10 @@ class Optimizer {
   // read a step's verdict later keeps this to check that no other step began meanwhile.
   int64_t step_serial() const { return step_serial_; }
   double last_clip_divisor() const { return last_step_verdict().clip_divisor; }
+  // Takes the verdict of step `serial` (step_serial() when it began) from a copy of its StepScalars that the
+  // caller read back with other values in one copy (the executor's step state), so the optimizer need not read
+  // its own buffer again. Throws std::logic_error when another step began since.
+  void adopt_verdict(const optim_math::StepScalars& scalars, int64_t serial) const;
   // √(Σ over slots Σ g²): one Backend::sum_of_squares per slot (double, fixed chunk order), added in slot
   // order. What step_begin computes when it is given no norm.
   double global_grad_norm() const;
@@ -169,6 +176,7 @@ class Optimizer {
   // Reads a device step's verdict from the scalars buffer (once); then, when that step has ended, counts
   // it unless it was skipped.
   void read_verdict() const;
+  void begin_on_device(double lr, const DeviceSpan& sum_of_squares, double grad_factor, const DeviceSpan* device_factor);
   void settle_step() const;
 
   Backend& backend_;
@@ -180,6 +188,7 @@ class Optimizer {
   std::vector<std::array<DeviceSpan, 2>> state_;  // [slot][state_names() index]
   // Mutable: a device step's verdict and its effect on the count are settled lazily by const readers.
   mutable int64_t step_count_ = 0;
+  bool grad_factor_on_device_ = false;  // this step's grad_factor lies in backend memory (grad_factor_ is 1)
   mutable bool verdict_unread_ = false;  // a step_begin_on_device step whose StepScalars were not read yet
   mutable bool count_unsettled_ = false; // that step has ended; step_count_ not yet advanced (or not: skipped)
   mutable bool skipped_ = false;

@@ -626,6 +626,7 @@ class Trainer {
   // The next micro-batch into the graph's data inputs, and dLoss/dloss.
   void fill_inputs() {
     loader_->fill_next(static_cast<int32_t>(c_.micro_batch), *graph_, *executor_);
+    if (device_loss_scale_) return executor_->seed_loss_gradient();  // fp32(scale / grad_accum), formed on the device
     const auto& in = graph_->inputs;
     // dLoss/dloss of one micro-step: the step's loss is the mean over micro-steps, times the loss scale
     // (fp16; 1 otherwise), which the step tail divides out of the gradients again.
@@ -672,6 +673,14 @@ class Trainer {
     const int64_t last = c_.stop_after > 0 ? std::min(c_.steps, c_.stop_after) : c_.steps;
     const double sequences_per_step = static_cast<double>(c_.micro_batch * c_.grad_accum * world_);
     Communicator* step_comm = world_ > 1 ? &comm_ : nullptr;
+    // fp16 with a dynamic scale keeps the scale in backend memory (after a restore: the restored one); a static
+    // scale, bf16 and fp32 (scale 1, never changing) keep the host value, with the same bits.
+    const LossScalerConfig& scaling = scaler_->config();
+    device_loss_scale_ = scaling.enabled && scaling.dynamic && executor_->supports_device_loss_scale();
+    if (device_loss_scale_) executor_->set_device_loss_scale(scaler_->device_state(c_.grad_accum));
+    std::vector<int> summed = {graph_->loss_tensor};  // the step's sums: loss, then MLM and NSP where readable
+    for (int id : {mlm_tensor_, nsp_tensor_})
+      if (id >= 0) summed.push_back(id);
 
     std::vector<double> first_step_op_seconds;
     double measured_seconds = 0;
@@ -681,7 +690,6 @@ class Trainer {
     for (; step <= last && !stop; ++step) {
       const auto t0 = Clock::now();
       executor_->zero_gradients();
-      double loss_sum = 0, mlm_sum = 0, nsp_sum = 0;
       // A stop request between two ops abandons the step: only activations and gradients were written, so
       // rewinding the data cursor to the step's start leaves exactly the state after step - 1, which the
       // stop checkpoint below saves; a resume then repeats this step bit for bit.
@@ -690,9 +698,8 @@ class Trainer {
       try {
         for (int64_t micro = 0; micro < c_.grad_accum; ++micro) {
           fill_inputs();
-          loss_sum += executor_->run_micro_step(step, micro, step_comm);  // the last one starts the buckets' sums
-          if (mlm_tensor_ >= 0) mlm_sum += executor_->scalar_output(mlm_tensor_);
-          if (nsp_tensor_ >= 0) nsp_sum += executor_->scalar_output(nsp_tensor_);
+          // Nothing read back: the losses add up on the backend (the last micro-step starts the buckets' sums).
+          executor_->run_micro_step_summed(step, micro, step_comm, summed);
         }
       } catch (const MicroStepAbandoned&) {
         abandoned = true;
@@ -704,9 +711,18 @@ class Trainer {
         break;  // `step` stays the abandoned one: done = step - 1 below
       }
       const double lr = schedule_.lr(step);
-      const double loss_scale = scaler_->scale();
-      executor_->run_step_tail(step_comm, optimizer_.get(), lr, loss_scale);
-      scaler_->update(executor_->last_step_skipped());
+      const double loss_scale = scaler_->scale();  // this step's: the mirror is updated from the read below
+      if (device_loss_scale_) executor_->run_step_tail_device_scale(step_comm, optimizer_.get(), lr);
+      else executor_->run_step_tail(step_comm, optimizer_.get(), lr, loss_scale);
+      // The step's one read: its loss sums, its verdict and (fp16 dynamic) the scale after its update. An
+      // fp16 scale that fell below 2^-24 throws here, at the step that took it there, as update() did.
+      const StepStateRecord record = executor_->read_step_state();
+      if (device_loss_scale_) scaler_->mirror(record.loss_scale);
+      else scaler_->update(executor_->last_step_skipped());
+      size_t next_sum = 1;
+      const double loss_sum = record.loss_sums[0];
+      const double mlm_sum = mlm_tensor_ >= 0 ? record.loss_sums[next_sum++] : 0.0;
+      const double nsp_sum = nsp_tensor_ >= 0 ? record.loss_sums[next_sum++] : 0.0;
       // One small all-reduce per step: the mean loss over ranks, and whether any rank was asked to stop
       // (all ranks must leave the loop after the same step, or the others would wait in the next all-reduce).
       const double accum = static_cast<double>(c_.grad_accum);
@@ -820,6 +836,7 @@ class Trainer {
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LossScaler> scaler_;  // fp16 loss scaling (scale 1 and no changes for fp32/bf16)
+  bool device_loss_scale_ = false;      // fp16 dynamic: the scale lives in backend memory, scaler_ mirrors it
   std::unique_ptr<TrainBatches> loader_;  // BERT instances or GPT-2 blocks (the cursor checkpoints save)
   bool causal_lm_ = false;                  // GPT-2: next-token loss over blocks (no MLM / NSP)
   int32_t end_of_text_id_ = -1;             // GPT-2: the vocab's [SEP] id (config.json's bos/eos_token_id)

@@ -261,6 +261,35 @@ void CudaDevice::finish_step_scalars(const DeviceSpan& scalars, const DeviceSpan
   check_launch("finish_step_scalars");
 }
 
+void CudaDevice::scaled_sum_of_squares_into_by(const DeviceSpan& span, models::DType dtype, const DeviceSpan& factor,
+                                               const DeviceSpan& sum) {
+  if (sum.bytes != sizeof(double) || factor.bytes != sizeof(float))
+    throw std::invalid_argument("cuda backend: scaled_sum_of_squares_into_by: expected one float factor and one double");
+  const size_t n = span.bytes / cpu::tail_element_bytes(dtype);
+  if (n == 0) return;  // sum + 0: the same double
+  auto* partials = static_cast<double*>(scratch(cpu::chunk_count(n) * sizeof(double)));
+  launch_add_scaled_sum_of_squares_by(reinterpret_cast<double*>(checked(sum)), partials, checked(span),
+                                      tail_storage(dtype), reinterpret_cast<const float*>(checked(factor)), n,
+                                      cpu::kChunkElements, compute_stream());
+  check_launch("scaled_sum_of_squares_into_by");
+}
+
+void CudaDevice::update_loss_scale(const DeviceSpan& state, const DeviceSpan& scalars) {
+  if (state.bytes != sizeof(optim_math::LossScaleState) || scalars.bytes != sizeof(optim_math::StepScalars))
+    throw std::invalid_argument("cuda backend: update_loss_scale: expected one LossScaleState and one StepScalars");
+  launch_update_loss_scale(reinterpret_cast<optim_math::LossScaleState*>(checked(state)),
+                           reinterpret_cast<const optim_math::StepScalars*>(checked(scalars)), compute_stream());
+  check_launch("update_loss_scale");
+}
+
+void CudaDevice::add_to_sum(const DeviceSpan& sum, const DeviceSpan& value) {
+  if (sum.bytes != sizeof(double) || value.bytes != sizeof(float))
+    throw std::invalid_argument("cuda backend: add_to_sum: expected one double and one float");
+  launch_add_to_sum(reinterpret_cast<double*>(checked(sum)), reinterpret_cast<const float*>(checked(value)),
+                    compute_stream());
+  check_launch("add_to_sum");
+}
+
 // The CPU's convert_host rules (cpu_16bit_vectors.cpp): equal dtypes copy, f32 ↔ f16/bf16 convert, f16 ↔ bf16
 // is not a step-tail conversion.
 void CudaDevice::convert(const DeviceSpan& dst, models::DType dst_dtype, const DeviceSpan& src, models::DType src_dtype) {

@@ -367,7 +367,25 @@ __global__ void finish_step_scalars_kernel(StepScalars* scalars, const double* s
   optim_math::finish_norm(*scalars, *sum_of_squares, max_grad_norm);
 }
 
+// The loss scale's step after the verdict, one thread (optim_math::update_loss_scale: LossScaler's rule).
+__global__ void update_loss_scale_kernel(optim_math::LossScaleState* state, const StepScalars* scalars) {
+  optim_math::update_loss_scale(*state, scalars->skip != 0);
+}
+
+// *sum = *sum + *value, one thread (the host's `loss_sum += loss`; fp32 widens exactly).
+__global__ void add_to_sum_kernel(double* sum, const float* value) {
+  *sum = *sum + static_cast<double>(*value);
+}
+
 }  // namespace
+
+void launch_update_loss_scale(optim_math::LossScaleState* state, const StepScalars* scalars, cudaStream_t stream) {
+  update_loss_scale_kernel<<<1, 1, 0, stream>>>(state, scalars);
+}
+
+void launch_add_to_sum(double* sum, const float* value, cudaStream_t stream) {
+  add_to_sum_kernel<<<1, 1, 0, stream>>>(sum, value);
+}
 
 void launch_finish_step_scalars(StepScalars* scalars, const double* sum_of_squares, double max_grad_norm,
                                 cudaStream_t stream) {

@@ -16,6 +16,7 @@
 #include "runtime/exec/math/scaled_read.hpp"  // defines: Storage
 #include "runtime/exec/optimizer_plan.hpp"
 #include "runtime/optim/optimizer_math.hpp"  // defines: Hyperparameters
+#include "runtime/optim/loss_scale_state.hpp"  // defines: LossScaleState
 #include "runtime/optim/step_scalars.hpp"    // defines: StepScalars
 
 namespace ptsim::runtime::cuda {
@@ -66,5 +67,13 @@ class MultiTensorOptimizer {
 // device memory): the step tail's norm, clip divisor and skip flag formed where Σg² lies.
 void launch_finish_step_scalars(optim_math::StepScalars* scalars, const double* sum_of_squares, double max_grad_norm,
                                 cudaStream_t stream);
+
+// optim_math::update_loss_scale(*state, scalars->skip != 0) as one thread on `stream` (device memory): the
+// fp16 dynamic loss scale's step, after the step's finish kernel.
+void launch_update_loss_scale(optim_math::LossScaleState* state, const optim_math::StepScalars* scalars,
+                              cudaStream_t stream);
+// *sum = *sum + *value as one thread on `stream`: a micro-step's fp32 loss added to the step's sum in device
+// memory (the CUDA backend computes in f32 only).
+void launch_add_to_sum(double* sum, const float* value, cudaStream_t stream);
 
 }  // namespace ptsim::runtime::cuda

@@ -35,6 +35,15 @@ struct ScaledRead {
   __device__ float operator()(int64_t i) const { return math::scaled_element(x, kind, i, factor); }
 };
 
+// ScaledRead with the factor in device memory (the loss scale's grad_factor, formed on the device): the
+// same element values as ScaledRead{x, kind, *factor}.
+struct DeviceScaledRead {
+  const void* x;
+  math::Storage kind;
+  const float* factor;
+  __device__ float operator()(int64_t i) const { return math::scaled_element(x, kind, i, *factor); }
+};
+
 // Half-warp h of block b takes chunk c = b·kChunksPerBlock + h; its thread j is lane j of lane_sums.hpp:
 // the elements begin + j, begin + j + 16, ... in order, in double (x² of a float is exact in double, so
 // contracting the add into an FMA would not change a bit either). read(i) gives element i as fp32.
@@ -101,6 +110,11 @@ void launch_add_scaled_sum_of_squares(double* sum, double* partials, const void*
   if (kind == math::Storage::f32 && factor == 1.0f)  // the plain sum's reads, as scaled_sum_of_squares takes it
     return launch_chunk_squares(sum, partials, Fp32Read{static_cast<const float*>(x)}, n, chunk, stream, true);
   launch_chunk_squares(sum, partials, ScaledRead{x, kind, factor}, n, chunk, stream, true);
+}
+
+void launch_add_scaled_sum_of_squares_by(double* sum, double* partials, const void* x, math::Storage kind,
+                                         const float* factor, size_t n, size_t chunk, cudaStream_t stream) {
+  launch_chunk_squares(sum, partials, DeviceScaledRead{x, kind, factor}, n, chunk, stream, true);
 }
 
 void launch_round_to_16bit(float* x, size_t n, bool bf16, cudaStream_t stream) {

@@ -24,6 +24,10 @@ void launch_scaled_sum_of_squares(double* out, double* partials, const void* x, 
 // in the host's order without a copy back (f32 with factor 1 reads as launch_sum_of_squares does).
 void launch_add_scaled_sum_of_squares(double* sum, double* partials, const void* x, math::Storage kind, float factor,
                                       size_t n, size_t chunk, cudaStream_t stream);
+// The same with the factor read from device memory (one float): the values of the call above with *factor
+// (an f32 array with factor 1 reads the same values either way: x·1 = x).
+void launch_add_scaled_sum_of_squares_by(double* sum, double* partials, const void* x, math::Storage kind,
+                                         const float* factor, size_t n, size_t chunk, cudaStream_t stream);
 // x ← the nearest bf16 (bf16) or fp16 value, ties to even (the GPU's own conversions).
 void launch_round_to_16bit(float* x, size_t n, bool bf16, cudaStream_t stream);
 

@@ -19,7 +19,8 @@
 // chunks) must return the same double, and convert (f32 → f16/bf16 over half_bits_patterns.hpp's fp32
 // sweep, f16/bf16 → f32 over all 65,536 patterns, f32 → f32) must write the same bytes; the device norm
 // verdict (scaled_sum_of_squares_into over several arrays, then finish_step_scalars with clipping on and off,
-// and for 0, inf and NaN sums) must give the host's double and the host finish_norm's StepScalars bytes. In cpu mode these
+// and for 0, inf and NaN sums) must give the host's double and the host finish_norm's StepScalars bytes; the
+// device loss scale's ops (scaled_sum_of_squares_into_by, update_loss_scale, add_to_sum) the host's bytes. In cpu mode these
 // compare the CPU backend's threaded in-place passes with the one-thread host functions.
 // Before the rules, a self-check proves the comparison can fail: one flipped low bit must be reported.
 #include <fmt/format.h>
@@ -457,8 +458,93 @@ int check_device_norm(Backend& backend) {
   return failed;
 }
 
+// The fp16 loss scale on the device (docs/cuda-backend.md, "The loss scale on the device"): the sum of
+// squares with the factor read from backend memory (scaled_sum_of_squares_into_by) vs the host-factor call's
+// double; update_loss_scale over a skip pattern that grows (interval 2), caps at 2^24, halves and
+// underflows vs optim_math::update_loss_scale on the host (the same 56 bytes after every step); add_to_sum
+// of fp32 values (including 0.1f, inexact in binary, and −0) vs the host's `sum += value` (the same double).
+int check_device_loss_scale(Backend& backend) {
+  const size_t C = runtime::cpu::kChunkElements;
+  int failed = 0, checked = 0;
+  const DeviceCopy sum_dev(backend, std::vector<char>(sizeof(double)));
+  const float factor = static_cast<float>(1.0 / kLossScale);
+  std::vector<char> factor_bytes(sizeof factor);
+  std::memcpy(factor_bytes.data(), &factor, sizeof factor);
+  const DeviceCopy factor_dev(backend, factor_bytes);
+  for (models::DType dtype : {models::DType::f32, models::DType::bf16, models::DType::f16}) {
+    const std::vector<char> host = random_tail_array(3 * C + 17, dtype, 211);
+    const DeviceCopy dev(backend, host);
+    double want = 0.0, got = 1.0;
+    backend.fill_zero(sum_dev.span());
+    backend.scaled_sum_of_squares_into(dev.span(), dtype, factor, sum_dev.span());
+    backend.copy_to_host(&want, sum_dev.span());
+    backend.fill_zero(sum_dev.span());
+    backend.scaled_sum_of_squares_into_by(dev.span(), dtype, factor_dev.span(), sum_dev.span());
+    backend.copy_to_host(&got, sum_dev.span());
+    ++checked;
+    if (std::memcmp(&got, &want, sizeof got) != 0) {
+      ++failed;
+      fmt::print("FAIL scaled_sum_of_squares_into_by {}: {:.17g}, with the host factor {:.17g}\n",
+                 models::to_string(dtype), got, want);
+    }
+  }
+  optim_math::LossScaleState host_state;
+  host_state.scale = 4194304.0;  // 2^22: two growths reach the 2^24 cap
+  host_state.growth_interval = 2;
+  host_state.dynamic = 1;
+  host_state.micro_steps = 3.0;
+  optim_math::derive_step_factors(host_state);
+  std::vector<char> state_bytes(sizeof host_state);
+  std::memcpy(state_bytes.data(), &host_state, sizeof host_state);
+  const DeviceCopy state_dev(backend, state_bytes);
+  std::vector<char> scalar_bytes(sizeof(optim_math::StepScalars));
+  const DeviceCopy scalars_dev(backend, scalar_bytes);
+  // Clean ×6 (grows twice, then capped), then skips until below 2^-24 (~48 halvings).
+  for (int k = 0; k < 60 && host_state.underflow == 0; ++k) {
+    optim_math::StepScalars verdict;
+    verdict.skip = k >= 6 ? 1 : 0;
+    backend.copy_to_device(scalars_dev.span(), &verdict);
+    backend.update_loss_scale(state_dev.span(), scalars_dev.span());
+    optim_math::update_loss_scale(host_state, verdict.skip != 0);
+    optim_math::LossScaleState device_state;
+    backend.copy_to_host(&device_state, state_dev.span());
+    ++checked;
+    if (std::memcmp(&device_state, &host_state, sizeof host_state) != 0) {
+      ++failed;
+      fmt::print("FAIL update_loss_scale step {}: scale {} tracker {} skipped {}, the host's {} {} {}\n", k,
+                 device_state.scale, device_state.growth_tracker, device_state.skipped_steps, host_state.scale,
+                 host_state.growth_tracker, host_state.skipped_steps);
+    }
+  }
+  if (host_state.underflow == 0) {
+    ++failed;
+    fmt::print("FAIL update_loss_scale: the skip pattern never reached the underflow\n");
+  }
+  const double start = 1.0 / 3.0;
+  double want = start;
+  backend.copy_to_device(sum_dev.span(), &start);
+  for (float v : {0.1f, 2.5f, -0.0f, 1e-30f, 65504.0f}) {
+    std::vector<char> value_bytes(sizeof v);
+    std::memcpy(value_bytes.data(), &v, sizeof v);
+    const DeviceCopy value_dev(backend, value_bytes);
+    backend.add_to_sum(sum_dev.span(), value_dev.span());
+    want += v;
+  }
+  double got = 0.0;
+  backend.copy_to_host(&got, sum_dev.span());
+  ++checked;
+  if (std::memcmp(&got, &want, sizeof got) != 0) {
+    ++failed;
+    fmt::print("FAIL add_to_sum: {:.17g}, the host's {:.17g}\n", got, want);
+  }
+  fmt::print("{} device loss scale: {} of {} cases the host's bytes, bit for bit\n", failed == 0 ? "ok" : "FAIL",
+             checked - failed, checked);
+  return failed;
+}
+
 int check_step_tail(Backend& backend) {
-  return check_scaled_sums(backend) + check_converts(backend) + check_device_norm(backend);
+  return check_scaled_sums(backend) + check_converts(backend) + check_device_norm(backend) +
+         check_device_loss_scale(backend);
 }
 
 // The comparison must see one flipped low bit.
