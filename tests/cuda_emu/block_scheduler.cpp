@@ -3,6 +3,8 @@
 
 #include <ucontext.h>
 
+#include <fmt/format.h>
+
 #include <exception>
 #include <memory>
 #include <string>
@@ -10,6 +12,8 @@
 
 namespace cuda_emu {
 namespace {
+
+std::string hex_mask(unsigned mask) { return fmt::format("{:#010x}", mask); }
 
 constexpr size_t kStackBytes = 64 * 1024;  // per thread: the kernels keep a few scalars and small arrays
 
@@ -73,12 +77,12 @@ const char* state_name(FiberState s) {
       if (!(f.mask >> lane & 1u)) continue;
       const unsigned t = warp * kWarpSize + lane;
       if (t >= b.fibers.size())
-        throw KernelError("warp shuffle: mask 0x" + std::to_string(f.mask) + " of warp " + std::to_string(warp) +
+        throw KernelError("warp shuffle: mask " + hex_mask(f.mask) + " of warp " + std::to_string(warp) +
                           " names lane " + std::to_string(lane) + ", which is not a thread of this block (" +
                           std::to_string(b.fibers.size()) + " threads)");
       if (b.fibers[t].state != FiberState::at_warp_barrier)
-        throw KernelError("divergent warp shuffle: thread " + std::to_string(f.linear) + " waits at a shuffle with mask 0x" +
-                          std::to_string(f.mask) + " but lane " + std::to_string(lane) + " of its warp (thread " +
+        throw KernelError("divergent warp shuffle: thread " + std::to_string(f.linear) + " waits at a shuffle with mask " +
+                          hex_mask(f.mask) + " but lane " + std::to_string(lane) + " of its warp (thread " +
                           std::to_string(t) + ") is " + state_name(b.fibers[t].state));
     }
   }
@@ -157,8 +161,8 @@ uint64_t warp_exchange(unsigned mask, uint64_t value, int source) {
   Fiber& self = *b.current;
   const unsigned warp = self.linear / kWarpSize, lane = self.linear % kWarpSize;
   if (!(mask >> lane & 1u))
-    throw KernelError("warp shuffle: thread " + std::to_string(self.linear) + " is not in its own mask 0x" +
-                      std::to_string(mask));
+    throw KernelError("warp shuffle: thread " + std::to_string(self.linear) + " is not in its own mask " +
+                      hex_mask(mask));
   self.mask = mask;
   self.sent = value;
   self.source = source;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "block_scheduler.hpp"
@@ -56,6 +57,9 @@ void run_grid(dim3 grid, dim3 block, size_t shared_bytes, const std::function<vo
       for (unsigned y = 0; y < grid.y; ++y)
         for (unsigned x = 0; x < grid.x; ++x) {
           running.block_index = uint3{x, y, z};
+          // Dynamic shared memory starts each block as 0xFF bytes (NaN floats, -1 integers), not the previous
+          // block's values: a kernel that reads it before writing it gives visibly wrong results.
+          if (shared_bytes > 0) std::memset(running.shared.get(), 0xFF, shared_bytes);
           run_block(block, thread_body);
         }
   } catch (...) {

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <numeric>
 #include <vector>
 
@@ -70,7 +71,7 @@ TEST_CASE("cuda_emu: a bad launch geometry sets cudaErrorInvalidConfiguration an
   CHECK(cudaGetLastError() == cudaSuccess);  // read once, then cleared
 }
 
-TEST_CASE("cuda_emu: blocks run with their own blockIdx, and shared state does not leak between launches") {
+TEST_CASE("cuda_emu: every block of a 3 × 2 grid runs once, with its own blockIdx") {
   std::vector<unsigned> seen(6 * 2, 0);
   cuda_emu::run_grid(dim3(3, 2), dim3(2), 0, [&] {
     const uint3 b = cuda_emu::block_index();
@@ -79,4 +80,16 @@ TEST_CASE("cuda_emu: blocks run with their own blockIdx, and shared state does n
   for (unsigned y = 0; y < 2; ++y)
     for (unsigned x = 0; x < 3; ++x)
       for (unsigned t = 0; t < 2; ++t) CHECK(seen[(y * 3 + x) * 2 + t] == 1 + x + 10 * y);
+}
+
+TEST_CASE("cuda_emu: dynamic shared memory starts every block as 0xFF bytes, not the previous block's values") {
+  // Block x writes its index into the 8 bytes after reading them; each block must read the fill (0xFF),
+  // never what the block before it wrote (a kernel reading unwritten shared memory would then look correct).
+  std::vector<uint64_t> first_read(4, 0);
+  cuda_emu::run_grid(dim3(4), dim3(1), sizeof(uint64_t), [&] {
+    auto* word = static_cast<uint64_t*>(cuda_emu::dynamic_shared_memory());
+    first_read[cuda_emu::block_index().x] = *word;
+    *word = cuda_emu::block_index().x;
+  });
+  for (uint64_t v : first_read) CHECK(v == ~uint64_t{0});
 }
