@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>  // fmt::join
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -113,6 +114,13 @@ PartShape hf_part_shape(const MovedTensor& m, const CheckpointTensor& t, const s
   return {t.shape[0] / k, 1, false};
 }
 
+// transformer.h.<i>.attn.{query,key,value}.{weight,bias}: a name only ptsim's graph layout has.
+bool is_graph_attention_part(const std::string& name) {
+  for (const char* part : {".attn.query.", ".attn.key.", ".attn.value."})
+    if (name.find(part) != std::string::npos) return true;
+  return false;
+}
+
 }  // namespace
 
 std::vector<CheckpointTensor> gpt2_tensors_to_hf(std::span<const CheckpointTensorView> graph_tensors) {
@@ -125,6 +133,11 @@ std::vector<CheckpointTensor> gpt2_tensors_to_hf(std::span<const CheckpointTenso
     moved_by_first_part.emplace(m.parts.front(), &m);
     moved_parts.insert(m.parts.begin(), m.parts.end());
   }
+  // A layer with some but not all of query/key/value is an error whichever part is missing (the loop below
+  // meets a move only at its first part).
+  for (const MovedTensor& m : moves)
+    if (std::any_of(m.parts.begin(), m.parts.end(), [&](const std::string& n) { return by_name.count(n) > 0; }))
+      static_cast<void>(graph_part_shape(m, by_name));
   std::vector<CheckpointTensor> out;
   for (const CheckpointTensorView& t : graph_tensors) {
     auto moved = moved_by_first_part.find(t.name);
@@ -159,6 +172,10 @@ std::vector<CheckpointTensor> gpt2_tensors_from_hf(std::vector<CheckpointTensor>
   for (CheckpointTensor& t : hf_tensors) {
     auto moved = moved_by_hf_name.find(t.name);
     if (moved == moved_by_hf_name.end()) {
+      if (is_graph_attention_part(t.name))
+        throw InputError(fmt::format("{}: tensor '{}' is in ptsim's graph layout, but the file is in GPT2LMHeadModel's "
+                                     "(it has attn.c_attn tensors): a file must hold one layout for every layer",
+                                     source, t.name));
       add(std::move(t));
       continue;
     }

@@ -194,7 +194,16 @@ TEST_CASE("hf gpt2 layout: bad tensors are InputError naming the file and the te
   SUBCASE("a file with both layouts") {
     hf.push_back({"transformer.h.0.attn.key.bias", {kH}, std::vector<float>(kH)});
     CHECK_THROWS_WITH_AS(gpt2_tensors_from_hf(hf, "f.safetensors"),
-                         doctest::Contains("f.safetensors: tensor 'transformer.h.0.attn.key.bias' appears twice"),
+                         doctest::Contains("f.safetensors: tensor 'transformer.h.0.attn.key.bias' is in ptsim's graph "
+                                           "layout, but the file is in GPT2LMHeadModel's"),
+                         InputError);
+  }
+  SUBCASE("a graph layer without its query projection (the part a conversion meets first)") {
+    std::vector<CheckpointTensorView> views = g.views();
+    std::erase_if(views, [](const CheckpointTensorView& v) { return v.name == "transformer.h.0.attn.query.bias"; });
+    CHECK_THROWS_WITH_AS(gpt2_tensors_to_hf(views),
+                         doctest::Contains("'transformer.h.0.attn.query.bias' is missing (needed for "
+                                           "'transformer.h.0.attn.c_attn.bias')"),
                          InputError);
   }
   SUBCASE("a graph layer without its value projection") {
