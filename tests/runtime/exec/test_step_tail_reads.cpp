@@ -115,16 +115,27 @@ struct TailCounts {
 
 // One micro-step of the tiny BERT at `precision` with `kind`'s graph and optimizer, then the tail with
 // loss scale `scale`, counting.
+// The tiny BERT of `r` on a CountingBackend over the CPU backend, parameters from seed 7.
+struct CountedExecutor {
+  CountingBackend* counting = nullptr;
+  std::unique_ptr<Executor> executor;
+  explicit CountedExecutor(const Recipe& r) {
+    ExecutorOptions o;
+    o.time_ops = false;
+    auto owned = std::make_unique<CountingBackend>(make_cpu_backend(ComputeType::f32, 1));
+    counting = owned.get();
+    executor = std::make_unique<Executor>(build_task_graph(ptsim::test::tiny_bert(), r), o, std::move(owned));
+    executor->init_parameters(7);
+  }
+};
+
 TailCounts count_tail(Precision precision, OptimizerKind kind, double scale) {
   Recipe r = ptsim::test::fd_recipe();
   r.precision = precision;
   r.optimizer = kind;
-  ExecutorOptions o;
-  o.time_ops = false;
-  auto owned = std::make_unique<CountingBackend>(make_cpu_backend(ComputeType::f32, 1));
-  CountingBackend* counting = owned.get();
-  Executor ex(build_task_graph(ptsim::test::tiny_bert(), r), o, std::move(owned));
-  ex.init_parameters(7);
+  CountedExecutor counted(r);
+  Executor& ex = *counted.executor;
+  CountingBackend* counting = counted.counting;
   ptsim::test::fill_inputs(ex, 11, scale);
   ex.run_micro_step(0, 0);
   auto opt = make_optimizer(ex.backend(), default_optimizer_config(kind), ex.param_slots());
@@ -200,12 +211,9 @@ RunResult run_steps(Precision precision, double initial_scale, bool device, int 
   r.precision = precision;
   r.grad_accum = 2;
   r.optimizer = OptimizerKind::adamw;
-  ExecutorOptions o;
-  o.time_ops = false;
-  auto owned = std::make_unique<CountingBackend>(make_cpu_backend(ComputeType::f32, 1));
-  CountingBackend* counting = owned.get();
-  Executor ex(build_task_graph(ptsim::test::tiny_bert(), r), o, std::move(owned));
-  ex.init_parameters(7);
+  CountedExecutor counted(r);
+  Executor& ex = *counted.executor;
+  CountingBackend* counting = counted.counting;
   auto opt = make_optimizer(ex.backend(), default_optimizer_config(OptimizerKind::adamw), ex.param_slots());
   LossScalerConfig sc;
   sc.enabled = precision == Precision::fp16;
