@@ -160,15 +160,9 @@ std::vector<CheckpointTensor> gpt2_tensors_from_hf(std::vector<CheckpointTensor>
   const std::vector<MovedTensor> moves = moved_tensors(hf_tensors);
   std::map<std::string, const MovedTensor*> moved_by_hf_name;
   for (const MovedTensor& m : moves) moved_by_hf_name.emplace(m.hf_name, &m);
+  // Names stay unique: the file's are, and a split c_attn's query/key/value names are rejected as file tensors.
   std::vector<CheckpointTensor> out;
-  std::set<std::string> names;
-  auto add = [&](CheckpointTensor t) {
-    if (!names.insert(t.name).second)
-      throw InputError(fmt::format("{}: tensor '{}' appears twice once GPT2LMHeadModel's c_attn is split (the file "
-                                   "mixes transformers' layout with ptsim's graph layout)",
-                                   source, t.name));
-    out.push_back(std::move(t));
-  };
+  auto add = [&](CheckpointTensor t) { out.push_back(std::move(t)); };
   for (CheckpointTensor& t : hf_tensors) {
     auto moved = moved_by_hf_name.find(t.name);
     if (moved == moved_by_hf_name.end()) {
