@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -25,7 +26,13 @@ std::set<void*> allocations;              // what cudaMalloc gave and cudaFree h
 thread_local cudaError_t last_error = cudaSuccess;
 
 constexpr size_t kAlignment = 256;
-constexpr int kMaxDynamicSharedOptin = 227 * 1024;  // sm_80: 163 KiB on A100, 227 KiB on H100; the larger
+// The opt-in shared memory per block of the emulated device, compute capability 8.0 (an A100): 163 KiB
+// (CUDA C++ Programming Guide, "Technical Specifications per Compute Capability"; an H100's is 227 KiB), so
+// a kernel sized for Hopper only fails here as it would on an A100.
+constexpr int kMaxDynamicSharedOptin = 163 * 1024;
+constexpr size_t kTotalMemory = size_t{80} << 30;  // what cudaMemGetInfo reports: an 80 GB A100
+// cudaGetDeviceProperties' name: what a backend prints as its GPU ("GPU 0 (…)"), so logs say it was emulated.
+constexpr const char* kEmulatedDeviceName = "CUDA emulator (tests/cuda_emu: sm_80 on the CPU)";
 
 cudaError_t fail(cudaError_t e) {
   last_error = e;
@@ -68,9 +75,8 @@ cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
 }
 cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t) { return cudaMemset(dst, value, bytes); }
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
-  constexpr size_t kTotal = size_t{80} << 30;  // an 80 GB A100
-  if (free_bytes) *free_bytes = kTotal;
-  if (total_bytes) *total_bytes = kTotal;
+  if (free_bytes) *free_bytes = kTotalMemory;
+  if (total_bytes) *total_bytes = kTotalMemory;
   return cudaSuccess;
 }
 
@@ -127,6 +133,19 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int) {
     case cudaDevAttrWarpSize: *value = 32; break;
     default: return fail(cudaErrorInvalidValue);
   }
+  return cudaSuccess;
+}
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (device != 0) return fail(cudaErrorInvalidDevice);
+  *prop = cudaDeviceProp{};
+  std::snprintf(prop->name, sizeof prop->name, "%s", kEmulatedDeviceName);
+  prop->major = 8;
+  prop->minor = 0;
+  prop->multiProcessorCount = 108;
+  prop->sharedMemPerBlockOptin = static_cast<size_t>(kMaxDynamicSharedOptin);
+  prop->maxThreadsPerBlock = 1024;
+  prop->warpSize = 32;
+  prop->totalGlobalMem = kTotalMemory;
   return cudaSuccess;
 }
 cudaError_t cudaFuncSetAttribute(const void* function, cudaFuncAttribute attribute, int value) {

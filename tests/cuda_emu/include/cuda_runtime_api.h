@@ -42,6 +42,9 @@ cudaError_t cudaGetDevice(int* device);
 cudaError_t cudaSetDevice(int device);
 cudaError_t cudaGetDeviceCount(int* count);
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device);
+// The fields the project reads (name, major, minor, the shared-memory and thread limits) agree with
+// cudaDeviceGetAttribute; the rest are zero.
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
 cudaError_t cudaFuncSetAttribute(const void* function, cudaFuncAttribute attribute, int value);
 template <class F>
 cudaError_t cudaFuncSetAttribute(F* function, cudaFuncAttribute attribute, int value) {

@@ -214,7 +214,11 @@ int main(int argc, char** argv) {
   return 77;
 #endif
   try {
+#ifdef PTSIM_HAVE_CUDA  // make_cuda_backend itself: the *_emulated executable renames it (tests/cuda_emu)
+    std::unique_ptr<runtime::Backend> cuda = runtime::make_cuda_backend(runtime::ComputeType::f32);
+#else
     std::unique_ptr<runtime::Backend> cuda = runtime::make_backend(runtime::BackendKind::cuda, runtime::ComputeType::f32, 1);
+#endif
     std::unique_ptr<runtime::Backend> cpu = runtime::make_cpu_backend(runtime::ComputeType::f32, 1);
     int failures = 0, ran = 0, refused = 0;
     double worst_all = 0;
