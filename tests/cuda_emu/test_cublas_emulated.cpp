@@ -116,7 +116,7 @@ TEST_CASE("emulated cublasGemmStridedBatchedEx: three products at strides above 
                                        static_cast<int>(a.ld), a.stride, b.data(), t, static_cast<int>(b.ld),
                                        b.stride, &beta, c.data(), t, static_cast<int>(c.ld), c.stride, 3,
                                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS);
-    for (int64_t p = 0; p < 3; ++p)  // the gaps between the batch matrices stay as filled (0)
+    for (int64_t p = 0; p < 2; ++p)  // the gaps between the batch matrices stay as filled (0)
       for (int64_t g = (kM + 1) * kN; g < c.stride; ++g) CHECK(c.raw(p * c.stride + g) == 0.0f);
     // check_product wants NaN padding rows; this C has its padding 0, so compare the products only.
     for (int64_t p = 0; p < 3; ++p)
