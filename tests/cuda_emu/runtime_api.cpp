@@ -11,8 +11,6 @@
 #include <mutex>
 #include <set>
 
-#include "cublas_api.h"
-
 struct CUstream_st {};
 struct CUevent_st {
   std::chrono::steady_clock::time_point recorded{};
@@ -176,13 +174,6 @@ const char* cudaGetErrorName(cudaError_t error) {
 }
 const char* cudaGetErrorString(cudaError_t error) {
   return error == cudaSuccess ? "no error" : "error reported by the CUDA emulator (tests/cuda_emu)";
-}
-
-const char* cublasGetStatusName(cublasStatus_t status) {
-  return status == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : "CUBLAS_STATUS (emulator)";
-}
-const char* cublasGetStatusString(cublasStatus_t status) {
-  return status == CUBLAS_STATUS_SUCCESS ? "success" : "cuBLAS error (emulator)";
 }
 
 namespace cuda_emu {
