@@ -9,6 +9,7 @@
 // in fp32 (16-bit × 16-bit) and each add rounded to fp32 — the host tile algorithm's order
 // (math/attention_tc_host_mma.hpp), which a GPU's tensor cores do not promise.
 #pragma once
+#include <cuda_runtime_api.h>  // first: the emulator's, which keeps the toolkit's out (cuda_emu_prelude.hpp)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
