@@ -5,12 +5,15 @@
 #include <cuda_runtime_api.h>  // the emulator's (tests/cuda_emu/include)
 
 // headers the kernels' headers share with the CPU backend, read first so the rename does not reach them
+#include "runtime/exec/attention_problem.hpp"
 #include "runtime/exec/cpu_backend.hpp"
 #include "runtime/exec/cpu_fused_dropout.hpp"
 #include "runtime/exec/math/row_storage.hpp"
 #include "runtime/exec/math/scaled_read.hpp"
 
 #define cuda ptsim_emulated_cuda
+#include "runtime/exec/cuda/attention_args.hpp"
+#include "runtime/exec/cuda/attention_tc.hpp"
 #include "runtime/exec/cuda/device_error.hpp"
 #include "runtime/exec/cuda/elementwise.hpp"
 #include "runtime/exec/cuda/gather.hpp"

@@ -5,16 +5,24 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 
 #include "block_scheduler.hpp"
 
 namespace cuda_emu {
 namespace {
 
+// Dynamic shared memory's alignment: at least any `extern __shared__ __align__(n)` asks for (the tensor-core
+// attention's tiles need 32 bytes for WMMA), as cudaMalloc's 256.
+constexpr std::align_val_t kSharedAlignment{256};
+struct AlignedDelete {
+  void operator()(unsigned char* p) const { ::operator delete[](p, kSharedAlignment); }
+};
+
 struct RunningLaunch {
   dim3 grid{}, block{};
   uint3 block_index{};
-  std::unique_ptr<unsigned char[]> shared;
+  std::unique_ptr<unsigned char[], AlignedDelete> shared;
   size_t shared_bytes = 0;
   bool active = false;
 };
@@ -48,7 +56,7 @@ void run_grid(dim3 grid, dim3 block, size_t shared_bytes, const std::function<vo
   running.grid = grid;
   running.block = block;
   if (running.shared_bytes < shared_bytes) {
-    running.shared.reset(new unsigned char[shared_bytes]);
+    running.shared.reset(static_cast<unsigned char*>(::operator new[](shared_bytes, kSharedAlignment)));
     running.shared_bytes = shared_bytes;
   }
   running.active = true;

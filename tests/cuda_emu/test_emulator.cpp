@@ -11,6 +11,7 @@
 
 #include "block_scheduler.hpp"
 #include "launch.hpp"
+#include "warp_collective.hpp"
 #include "warp_intrinsics.hpp"
 
 namespace {
@@ -92,4 +93,35 @@ TEST_CASE("cuda_emu: dynamic shared memory starts every block as 0xFF bytes, not
     *word = cuda_emu::block_index().x;
   });
   for (uint64_t v : first_read) CHECK(v == ~uint64_t{0});
+}
+
+TEST_CASE("cuda_emu: dynamic shared memory is 256-byte aligned (WMMA needs 32)") {
+  uintptr_t address = 1;
+  cuda_emu::run_grid(dim3(1), dim3(1), 100, [&] { address = reinterpret_cast<uintptr_t>(cuda_emu::dynamic_shared_memory()); });
+  CHECK(address % 256 == 0);
+}
+
+TEST_CASE("cuda_emu: a warp-collective operation needs every lane of a full warp, with lane 0's arguments") {
+  // two warps, each through two collectives: nothing is reported, every lane gets past both
+  std::vector<int> passed(64, 0);
+  cuda_emu::run_grid(dim3(1), dim3(64), 0, [&] {
+    cuda_emu::warp_collective("test collective", 5);
+    cuda_emu::warp_collective("test collective", 6);
+    ++passed[thread_x()];
+  });
+  for (int p : passed) CHECK(p == 1);
+  // lane 7 skips it: the scheduler names the lane that never came
+  CHECK_THROWS_WITH_AS(cuda_emu::run_grid(dim3(1), dim3(32), 0,
+                                          [] {
+                                            if (thread_x() != 7) cuda_emu::warp_collective("test collective", 5);
+                                          }),
+                       doctest::Contains("lane 7 of its warp (thread 7) is returned"), cuda_emu::KernelError);
+  // lane 3 passes another argument (on a GPU: another pointer to load from)
+  CHECK_THROWS_WITH_AS(cuda_emu::run_grid(dim3(1), dim3(32), 0,
+                                          [] { cuda_emu::warp_collective("test collective", thread_x() == 3 ? 9 : 5); }),
+                       doctest::Contains("test collective: lane 3 of warp 0 calls it with other arguments"),
+                       cuda_emu::KernelError);
+  // a 48-thread block: warp 1 has 16 lanes
+  CHECK_THROWS_WITH_AS(cuda_emu::run_grid(dim3(1), dim3(48), 0, [] { cuda_emu::warp_collective("test collective", 5); }),
+                       doctest::Contains("warp 1 of a 48-thread block has 16 lanes"), cuda_emu::KernelError);
 }
