@@ -39,7 +39,7 @@ namespace cuda_emu::blas {
 
 // The shim's one algorithm, as cublasLtMatmulAlgo_t::data holds it: a tag (an algorithm the heuristic
 // did not fill in is INVALID_VALUE), the workspace it needs and the alignment promises it was chosen for.
-constexpr uint64_t kAlgoTag = 0x70747369'6d4c7431ull;
+constexpr uint64_t kAlgoTag = 0x70747369'6d4c7431ull;  // "ptsimLt1"
 enum AlgoField { kTag = 0, kWorkspace = 1, kAlignA = 2, kAlignB = 3, kAlignC = 4, kAlignD = 5 };
 
 }  // namespace cuda_emu::blas

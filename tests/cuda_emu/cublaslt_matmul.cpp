@@ -102,7 +102,8 @@ void run_batch(const Call& k, int64_t p) {
       if (k.e.bgrad_d) row_sums[i] += x;
     }
   const int64_t v0 = p * desc.bias_batch_stride;
-  for (int64_t i = 0; i < static_cast<int64_t>(row_sums.size()); ++i) store(vector_type, desc.bias, v0 + i, row_sums[i]);
+  for (int64_t i = 0; i < static_cast<int64_t>(row_sums.size()); ++i)
+    store(vector_type, desc.bias, v0 + i, row_sums[i]);
   if (k.e.bgrad_a)
     for (int64_t i = 0; i < m; ++i) {
       float sum = 0.0f;

@@ -34,8 +34,12 @@ cudaDataType_t or_d(int32_t type, const Layout& d) { return type == -1 ? d.type 
 namespace {
 
 bool valid_op(cublasOperation_t op) { return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C; }
-int64_t op_rows(const Layout& l, cublasOperation_t op) { return static_cast<int64_t>(op == CUBLAS_OP_N ? l.rows : l.cols); }
-int64_t op_cols(const Layout& l, cublasOperation_t op) { return static_cast<int64_t>(op == CUBLAS_OP_N ? l.cols : l.rows); }
+int64_t op_rows(const Layout& l, cublasOperation_t op) {
+  return static_cast<int64_t>(op == CUBLAS_OP_N ? l.rows : l.cols);
+}
+int64_t op_cols(const Layout& l, cublasOperation_t op) {
+  return static_cast<int64_t>(op == CUBLAS_OP_N ? l.cols : l.rows);
+}
 bool ld_ok(const Layout& l) { return l.ld >= static_cast<int64_t>(l.rows > 1 ? l.rows : 1); }
 
 // The documented shape rules: op(A) m×k, op(B) k×n, C and D m×n, every ld ≥ its rows, one batch count.
@@ -43,7 +47,8 @@ cublasStatus_t check_shapes(const Desc& desc, const Layout& a, const Layout& b, 
   if (!valid_op(desc.transa) || !valid_op(desc.transb)) return CUBLAS_STATUS_INVALID_VALUE;
   if (!ld_ok(a) || !ld_ok(b) || !ld_ok(c) || !ld_ok(d)) return CUBLAS_STATUS_INVALID_VALUE;
   const int64_t m = static_cast<int64_t>(d.rows), n = static_cast<int64_t>(d.cols);
-  if (op_rows(a, desc.transa) != m || op_cols(b, desc.transb) != n || op_cols(a, desc.transa) != op_rows(b, desc.transb))
+  if (op_rows(a, desc.transa) != m || op_cols(b, desc.transb) != n ||
+      op_cols(a, desc.transa) != op_rows(b, desc.transb))
     return CUBLAS_STATUS_INVALID_VALUE;
   if (c.rows != d.rows || c.cols != d.cols) return CUBLAS_STATUS_INVALID_VALUE;
   const int32_t batch = d.batch_count;

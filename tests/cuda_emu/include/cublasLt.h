@@ -8,7 +8,6 @@
 #if defined(CUBLASLT_NUMERICAL_IMPL_FLAGS_HMMA)
 #error "the toolkit's cublasLt.h was included before the emulator's: tests/cuda_emu/include must come first"
 #endif
-#define PTSIM_CUDA_EMU_CUBLASLT_H 1
 #include <cstddef>
 #include <cstdint>
 

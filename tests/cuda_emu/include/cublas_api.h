@@ -10,7 +10,6 @@
 #error "the toolkit's cublas_api.h was included before the emulator's: tests/cuda_emu/include must come first"
 #endif
 #define CUBLAS_API_H_
-#define PTSIM_CUDA_EMU_CUBLAS_API_H 1
 #include <cuda_runtime_api.h>  // the emulator's: cudaStream_t (driver_types.h), cudaDataType_t (library_types.h)
 
 #include <cstddef>
