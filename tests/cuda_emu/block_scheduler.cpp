@@ -1,26 +1,33 @@
 // tests/cuda_emu/block_scheduler.cpp — the fibers of one thread block and their barriers (block_scheduler.hpp).
 #include "block_scheduler.hpp"
 
-#include <ucontext.h>
-
+#include <boost/context/fiber.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <exception>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 namespace cuda_emu {
 namespace {
 
+namespace ctx = boost::context;
+
 std::string hex_mask(unsigned mask) { return fmt::format("{:#010x}", mask); }
 
 constexpr size_t kStackBytes = 64 * 1024;  // per thread: the kernels keep a few scalars and small arrays
+// Stacks are reserved for CUDA's largest block at once (64 MiB of address space, touched only as used), so the
+// pool rarely has to be rebuilt for a larger block.
+constexpr size_t kMinStackThreads = 1024;
 
 enum class FiberState { runnable, at_block_barrier, at_warp_barrier, done };
 
 struct Fiber {
-  ucontext_t context;
+  ctx::fiber context;  // the suspended thread; a thread that returned waits for the next block in it
   FiberState state = FiberState::runnable;
   uint3 index{};
   unsigned linear = 0;
@@ -31,31 +38,55 @@ struct Fiber {
   std::exception_ptr error;
 };
 
+// Gives Boost.Context one slot of the block's preallocated stacks; the slot outlives the fiber, so nothing is
+// freed when the fiber ends.
+struct SlotStack {
+  char* base;
+  ctx::stack_context allocate() {
+    ctx::stack_context s;
+    s.size = kStackBytes;
+    s.sp = base + kStackBytes;  // the stack grows down from the slot's end
+    return s;
+  }
+  void deallocate(ctx::stack_context&) noexcept {}
+};
+
+// The fibers are kept from block to block and launch to launch (a pool as large as the largest block yet):
+// a thread that returns waits at the end of its loop and runs the body again when the next block resumes it,
+// so a block costs no fiber creation. Declared before `fibers`: the stacks must outlive them.
 struct Block {
-  std::vector<Fiber> fibers;
   std::unique_ptr<char[]> stacks;  // uninitialised: pages are touched only as deep as a thread's stack goes
   size_t stack_threads = 0;
-  ucontext_t scheduler;
+  std::vector<Fiber> fibers;
+  size_t threads = 0;      // of the running block: fibers[0, threads)
+  dim3 indexed_dim{0, 0, 0};  // the block shape fibers' index fields were computed for
+  ctx::fiber scheduler;    // the scheduler, while a thread runs
   Fiber* current = nullptr;
   const std::function<void()>* body = nullptr;
 };
 
 thread_local Block block_state;
 
-void fiber_entry() {
-  Block& b = block_state;
-  Fiber& f = *b.current;
-  try {
-    (*b.body)();
-  } catch (...) {
-    f.error = std::current_exception();
-  }
-  f.state = FiberState::done;  // uc_link returns to the scheduler
-}
+std::span<Fiber> running_fibers(Block& b) { return {b.fibers.data(), b.threads}; }
 
-void yield_to_scheduler() {
-  Fiber& f = *block_state.current;
-  swapcontext(&f.context, &block_state.scheduler);
+void yield_to_scheduler() { block_state.scheduler = std::move(block_state.scheduler).resume(); }
+
+// A thread's whole life: run the body, report, wait for the next block. Its exception is kept for the scheduler
+// and never leaves the fiber; Boost's forced_unwind (a pool fiber being destroyed) must pass through.
+ctx::fiber fiber_main(ctx::fiber&& scheduler) {
+  Block& b = block_state;
+  b.scheduler = std::move(scheduler);
+  for (;;) {
+    try {
+      (*b.body)();
+    } catch (const ctx::detail::forced_unwind&) {
+      throw;
+    } catch (...) {
+      b.current->error = std::current_exception();
+    }
+    b.current->state = FiberState::done;
+    yield_to_scheduler();
+  }
 }
 
 const char* state_name(FiberState s) {
@@ -69,17 +100,17 @@ const char* state_name(FiberState s) {
 }
 
 // No thread can run and the block barrier cannot open: say which warp waits on which lanes.
-[[noreturn]] void report_stuck_block(const Block& b) {
-  for (const Fiber& f : b.fibers) {
+[[noreturn]] void report_stuck_block(Block& b) {
+  for (const Fiber& f : running_fibers(b)) {
     if (f.state != FiberState::at_warp_barrier) continue;
     const unsigned warp = f.linear / kWarpSize;
     for (unsigned lane = 0; lane < kWarpSize; ++lane) {
       if (!(f.mask >> lane & 1u)) continue;
       const unsigned t = warp * kWarpSize + lane;
-      if (t >= b.fibers.size())
+      if (t >= b.threads)
         throw KernelError("warp shuffle: mask " + hex_mask(f.mask) + " of warp " + std::to_string(warp) +
                           " names lane " + std::to_string(lane) + ", which is not a thread of this block (" +
-                          std::to_string(b.fibers.size()) + " threads)");
+                          std::to_string(b.threads) + " threads)");
       if (b.fibers[t].state != FiberState::at_warp_barrier)
         throw KernelError("divergent warp shuffle: thread " + std::to_string(f.linear) + " waits at a shuffle with mask " +
                           hex_mask(f.mask) + " but lane " + std::to_string(lane) + " of its warp (thread " +
@@ -89,36 +120,62 @@ const char* state_name(FiberState s) {
   throw KernelError("thread block cannot make progress (emulator: no runnable thread)");
 }
 
+// Destroys every pool fiber; Boost unwinds the stack of one that has not finished (forced_unwind) on its own
+// stack, so its frames' destructors run and nothing crosses into the scheduler.
+void discard_fibers(Block& b) {
+  b.fibers.clear();
+  b.threads = 0;
+  b.indexed_dim = dim3{0, 0, 0};
+}
+
+void grow_pool(Block& b, size_t threads) {
+  if (b.stack_threads < threads) {
+    discard_fibers(b);  // they live on the old stacks
+    const size_t slots = std::max(threads, kMinStackThreads);
+    b.stacks.reset(new char[slots * kStackBytes]);
+    b.stack_threads = slots;
+  }
+  b.fibers.reserve(threads);
+  while (b.fibers.size() < threads) {
+    char* slot = b.stacks.get() + b.fibers.size() * kStackBytes;
+    b.fibers.emplace_back().context = ctx::fiber(std::allocator_arg, SlotStack{slot}, fiber_main);
+  }
+}
+
 void prepare_fibers(Block& b, dim3 dim) {
   const size_t threads = size_t{dim.x} * dim.y * dim.z;
-  if (b.stack_threads < threads) {
-    b.stacks.reset(new char[threads * kStackBytes]);
-    b.stack_threads = threads;
-  }
-  b.fibers.assign(threads, Fiber{});
+  if (b.fibers.size() < threads) grow_pool(b, threads);
+  b.threads = threads;
+  const bool same_shape = b.indexed_dim.x == dim.x && b.indexed_dim.y == dim.y && b.indexed_dim.z == dim.z;
   for (size_t t = 0; t < threads; ++t) {
     Fiber& f = b.fibers[t];
+    f.state = FiberState::runnable;
+    if (same_shape) continue;
     f.linear = static_cast<unsigned>(t);
     f.index = uint3{static_cast<unsigned>(t % dim.x), static_cast<unsigned>(t / dim.x % dim.y),
                     static_cast<unsigned>(t / (size_t{dim.x} * dim.y))};
-    getcontext(&f.context);
-    f.context.uc_stack.ss_sp = b.stacks.get() + t * kStackBytes;
-    f.context.uc_stack.ss_size = kStackBytes;
-    f.context.uc_link = &b.scheduler;
-    makecontext(&f.context, fiber_entry, 0);
   }
+  b.indexed_dim = dim;
 }
 
 // Opens the block barrier when every live thread waits at it; false when nothing could be released.
 bool release_block_barrier(Block& b) {
   bool any = false;
-  for (const Fiber& f : b.fibers) {
+  for (const Fiber& f : running_fibers(b)) {
     if (f.state == FiberState::at_warp_barrier || f.state == FiberState::runnable) return false;
     any = any || f.state == FiberState::at_block_barrier;
   }
-  for (Fiber& f : b.fibers)
+  for (Fiber& f : running_fibers(b))
     if (f.state == FiberState::at_block_barrier) f.state = FiberState::runnable;
   return any;
+}
+
+// A thread's exception ends the block: the other threads are unwound and the pool is rebuilt next launch.
+[[noreturn]] void end_block_with(Block& b, Fiber& f) {
+  const std::exception_ptr error = f.error;
+  b.current = nullptr;
+  discard_fibers(b);
+  std::rethrow_exception(error);
 }
 
 }  // namespace
@@ -127,19 +184,26 @@ void run_block(dim3 dim, const std::function<void()>& body) {
   Block& b = block_state;
   b.body = &body;
   prepare_fibers(b, dim);
-  for (;;) {
-    bool ran = false, all_done = true;
-    for (Fiber& f : b.fibers) {
-      if (f.state == FiberState::runnable) {
-        b.current = &f;
-        swapcontext(&b.scheduler, &f.context);
-        ran = true;
-        if (f.error) std::rethrow_exception(f.error);
+  try {
+    for (;;) {
+      bool ran = false, all_done = true;
+      for (Fiber& f : running_fibers(b)) {
+        if (f.state == FiberState::runnable) {
+          b.current = &f;
+          f.context = std::move(f.context).resume();
+          ran = true;
+          if (f.error) end_block_with(b, f);
+        }
+        all_done = all_done && f.state == FiberState::done;
       }
-      all_done = all_done && f.state == FiberState::done;
+      if (all_done) break;
+      if (!ran && !release_block_barrier(b)) report_stuck_block(b);
     }
-    if (all_done) break;
-    if (!ran && !release_block_barrier(b)) report_stuck_block(b);
+  } catch (...) {
+    // a stuck block: its waiting threads are unwound too, so the next launch starts from fresh fibers
+    if (!b.fibers.empty()) discard_fibers(b);
+    b.current = nullptr;
+    throw;
   }
   b.current = nullptr;
 }
@@ -168,11 +232,11 @@ uint64_t warp_exchange(unsigned mask, uint64_t value, int source) {
   self.source = source;
   self.state = FiberState::at_warp_barrier;
   // The last lane of the mask to arrive hands every lane its value and lets them all go on.
-  std::vector<Fiber*> lanes(kWarpSize, nullptr);
+  std::array<Fiber*, kWarpSize> lanes{};
   for (unsigned l = 0; l < kWarpSize; ++l) {
     if (!(mask >> l & 1u)) continue;
     const size_t t = size_t{warp} * kWarpSize + l;
-    if (t >= b.fibers.size() || b.fibers[t].state != FiberState::at_warp_barrier) {
+    if (t >= b.threads || b.fibers[t].state != FiberState::at_warp_barrier) {
       yield_to_scheduler();
       return self.received;
     }
