@@ -170,14 +170,6 @@ bool release_block_barrier(Block& b) {
   return any;
 }
 
-// A thread's exception ends the block: the other threads are unwound and the pool is rebuilt next launch.
-[[noreturn]] void end_block_with(Block& b, Fiber& f) {
-  const std::exception_ptr error = f.error;
-  b.current = nullptr;
-  discard_fibers(b);
-  std::rethrow_exception(error);
-}
-
 }  // namespace
 
 void run_block(dim3 dim, const std::function<void()>& body) {
@@ -192,7 +184,7 @@ void run_block(dim3 dim, const std::function<void()>& body) {
           b.current = &f;
           f.context = std::move(f.context).resume();
           ran = true;
-          if (f.error) end_block_with(b, f);
+          if (f.error) std::rethrow_exception(f.error);
         }
         all_done = all_done && f.state == FiberState::done;
       }
@@ -200,9 +192,10 @@ void run_block(dim3 dim, const std::function<void()>& body) {
       if (!ran && !release_block_barrier(b)) report_stuck_block(b);
     }
   } catch (...) {
-    // a stuck block: its waiting threads are unwound too, so the next launch starts from fresh fibers
-    if (!b.fibers.empty()) discard_fibers(b);
+    // A thread's exception or a stuck block ends the launch: the threads still on their stacks are unwound
+    // (none may be resumed by the next block), and the pool is rebuilt at the next launch.
     b.current = nullptr;
+    discard_fibers(b);
     throw;
   }
   b.current = nullptr;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "block_scheduler.hpp"
@@ -17,6 +18,20 @@
 namespace {
 
 unsigned thread_x() { return cuda_emu::current_thread_index().x; }
+
+// Recurses `depth` frames of about 256 bytes each before throwing, so the throw starts deep in a fiber's stack.
+void throw_at_depth(unsigned depth) {
+  volatile char frame[256] = {};  // volatile: the frame (and the recursion) is not optimised away
+  frame[depth % sizeof frame] = 1;
+  if (depth == 0 || frame[0] == 2) throw cuda_emu::KernelError("thrown deep in thread " + std::to_string(thread_x()));
+  throw_at_depth(depth - 1);
+}
+
+// Counts its destruction: shows which threads' stacks were unwound.
+struct Unwound {
+  int& count;
+  ~Unwound() { ++count; }
+};
 
 }  // namespace
 
@@ -61,6 +76,13 @@ TEST_CASE("cuda_emu: a shuffle that not every lane of its mask reaches is an err
   // a full mask in a block of 16 threads names lanes that do not exist
   CHECK_THROWS_WITH_AS(cuda_emu::run_grid(dim3(1), dim3(16), 0, [] { (void)__shfl_xor_sync(0xffffffffu, 1, 1); }),
                        doctest::Contains("not a thread of this block"), cuda_emu::KernelError);
+  // the stuck threads are not resumed by the next launch: it runs whole, from fresh threads
+  std::vector<int> got(32, -1);
+  cuda_emu::run_grid(dim3(1), dim3(32), 0, [&] {
+    const int t = static_cast<int>(thread_x());
+    got[t] = __shfl_xor_sync(0xffffffffu, t, 1);
+  });
+  for (int t = 0; t < 32; ++t) CHECK(got[t] == (t ^ 1));
 }
 
 TEST_CASE("cuda_emu: a bad launch geometry sets cudaErrorInvalidConfiguration and runs nothing") {
@@ -124,4 +146,53 @@ TEST_CASE("cuda_emu: a warp-collective operation needs every lane of a full warp
   // a 48-thread block: warp 1 has 16 lanes
   CHECK_THROWS_WITH_AS(cuda_emu::run_grid(dim3(1), dim3(48), 0, [] { cuda_emu::warp_collective("test collective", 5); }),
                        doctest::Contains("warp 1 of a 48-thread block has 16 lanes"), cuda_emu::KernelError);
+}
+
+TEST_CASE("cuda_emu: a thread's exception after a barrier ends the launch, unwinds every thread, and the next launch runs") {
+  int unwound = 0, blocks_started = 0;
+  auto body = [&] {
+    Unwound guard{unwound};
+    if (thread_x() == 0) ++blocks_started;
+    cuda_emu::sync_block();
+    if (thread_x() == 5) throw_at_depth(20);
+    cuda_emu::sync_block();
+  };
+  CHECK_THROWS_WITH_AS(cuda_emu::run_grid(dim3(2), dim3(64), 0, body), "thrown deep in thread 5", cuda_emu::KernelError);
+  CHECK(blocks_started == 1);  // the launch ended in block 0
+  // thread 5 by its exception, threads 0–4 (at the second barrier) and 6–63 (not yet resumed after the first)
+  // by the scheduler: all 64 guards, so no thread is left on its stack to be resumed by a later launch
+  CHECK(unwound == 64);
+  std::vector<int> slots(64, -1), sums(64, 0);
+  cuda_emu::run_grid(dim3(1), dim3(64), 0, [&] {
+    const unsigned t = thread_x();
+    slots[t] = static_cast<int>(t);
+    cuda_emu::sync_block();
+    sums[t] = std::accumulate(slots.begin(), slots.end(), 0);
+  });
+  for (unsigned t = 0; t < 64; ++t) CHECK(sums[t] == 64 * 63 / 2);
+}
+
+TEST_CASE("cuda_emu: threads reused across blocks and block shapes keep their own stacks and threadIdx") {
+  // The same fibers run every block; a shape with as many threads as the last (64 then 8 × 8) must still get
+  // its own threadIdx, and a value a thread keeps on its stack across a barrier must be its own.
+  for (const dim3 shape : {dim3(64), dim3(8, 8), dim3(1024), dim3(4, 2, 4), dim3(64), dim3(3)}) {
+    const unsigned n = shape.x * shape.y * shape.z;
+    std::vector<int> seen(n, 0), intact(n, 0);
+    cuda_emu::run_grid(dim3(3), shape, 0, [&] {
+      const uint3 i = cuda_emu::current_thread_index();
+      const unsigned linear = i.x + i.y * shape.x + i.z * shape.x * shape.y;
+      CHECK_FALSE((i.x >= shape.x || i.y >= shape.y || i.z >= shape.z || linear != cuda_emu::current_linear_thread()));
+      int mine[16];
+      for (int k = 0; k < 16; ++k) mine[k] = static_cast<int>(linear) * 16 + k;
+      cuda_emu::sync_block();
+      bool ok = true;
+      for (int k = 0; k < 16; ++k) ok = ok && mine[k] == static_cast<int>(linear) * 16 + k;
+      ++seen[linear % n];
+      intact[linear % n] += ok;
+    });
+    for (unsigned t = 0; t < n; ++t) {
+      CHECK(seen[t] == 3);  // once per block of the 3
+      CHECK(intact[t] == 3);
+    }
+  }
 }
