@@ -15,6 +15,7 @@ targets=("$@")
 # backend's GEMMs (docs/cpu-performance.md); without it the build falls back to Eigen's slower product. clang-14 and
 # libclang-rt-14-dev (libFuzzer, ASan/UBSan/LSan runtimes): tools/test_sanitizers.sh, which CI runs.
 packages=(meson ninja-build g++ pkg-config libeigen3-dev libboost-graph-dev libfmt-dev
+          libboost-context-dev  # the CUDA emulator's fibers (docs/cuda-emulation.md)
           nlohmann-json3-dev doctest-dev libcli11-dev libopenmpi-dev openmpi-bin
           libopenblas-dev libopenblas-pthread-dev
           libutf8proc-dev  # Unicode tables for the BERT tokenizer (runtime/data/unicode_text.*)

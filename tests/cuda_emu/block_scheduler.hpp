@@ -1,8 +1,9 @@
 // tests/cuda_emu/block_scheduler.hpp — runs one CUDA thread block on the CPU (docs/cuda-emulation.md): each
-// thread is a ucontext fiber with its own small stack; __syncthreads() and the warp shuffles are barriers at
-// which a fiber hands control back to the scheduler. Threads run in order until they block, so a block's
-// result does not depend on timing. A barrier that can never complete (a shuffle some lane of its mask never
-// reaches, a __syncthreads some thread skips while another waits at a shuffle) is a KernelError naming it.
+// thread is a Boost.Context fiber with its own small stack; __syncthreads() and the warp shuffles are
+// barriers at which a fiber hands control back to the scheduler. Threads run in order until they block, so a
+// block's result does not depend on timing. A barrier that can never complete (a shuffle some lane of its
+// mask never reaches, a __syncthreads some thread skips while another waits at a shuffle) is a KernelError
+// naming it.
 #pragma once
 #include <vector_types.h>
 
@@ -21,7 +22,7 @@ struct KernelError : std::runtime_error {
 inline constexpr unsigned kWarpSize = 32;
 
 // Runs body once per thread of a block of `block` threads (x fastest), each as a fiber; returns when every
-// thread has returned. Rethrows the first exception a thread threw.
+// thread has returned. Rethrows the first exception a thread threw, after unwinding the block's other threads.
 void run_block(dim3 block, const std::function<void()>& body);
 
 // The calling thread's threadIdx and linear index (x + y·bx + z·bx·by) within the running block.
