@@ -58,9 +58,9 @@ struct Block {
   std::unique_ptr<char[]> stacks;  // uninitialised: pages are touched only as deep as a thread's stack goes
   size_t stack_threads = 0;
   std::vector<Fiber> fibers;
-  size_t threads = 0;      // of the running block: fibers[0, threads)
-  dim3 indexed_dim{0, 0, 0};  // the block shape fibers' index fields were computed for
-  ctx::fiber scheduler;    // the scheduler, while a thread runs
+  size_t threads = 0;         // of the running block: fibers[0, threads)
+  dim3 indexed_dim{0, 0, 0};  // the block shape the fibers' index fields were computed for
+  ctx::fiber scheduler;       // the scheduler, while a thread runs
   Fiber* current = nullptr;
   const std::function<void()>* body = nullptr;
 };
