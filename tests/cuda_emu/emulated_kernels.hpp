@@ -9,11 +9,16 @@
 #include "runtime/exec/cpu_fused_dropout.hpp"
 #include "runtime/exec/math/row_storage.hpp"
 #include "runtime/exec/math/scaled_read.hpp"
+#include "runtime/exec/optimizer_plan.hpp"
+#include "runtime/optim/loss_scale_state.hpp"
+#include "runtime/optim/optimizer_math.hpp"
+#include "runtime/optim/step_scalars.hpp"
 
 #define cuda ptsim_emulated_cuda
 #include "runtime/exec/cuda/device_error.hpp"
 #include "runtime/exec/cuda/elementwise.hpp"
 #include "runtime/exec/cuda/gather.hpp"
+#include "runtime/exec/cuda/optimizer.hpp"
 #include "runtime/exec/cuda/rows.hpp"
 #include "runtime/exec/cuda/vector_ops.hpp"
 #undef cuda
