@@ -7,6 +7,8 @@
 // headers the kernels' headers share with the CPU backend, read first so the rename does not reach them
 #include "runtime/exec/cpu_backend.hpp"
 #include "runtime/exec/cpu_fused_dropout.hpp"
+#include "runtime/exec/math/attention_math.hpp"
+#include "runtime/exec/math/column_sum_math.hpp"
 #include "runtime/exec/math/row_storage.hpp"
 #include "runtime/exec/math/scaled_read.hpp"
 #include "runtime/exec/optimizer_plan.hpp"
@@ -15,9 +17,13 @@
 #include "runtime/optim/step_scalars.hpp"
 
 #define cuda ptsim_emulated_cuda
+#include "runtime/exec/cuda/attention.hpp"
+#include "runtime/exec/cuda/convert_16bit.hpp"
 #include "runtime/exec/cuda/device_error.hpp"
 #include "runtime/exec/cuda/elementwise.hpp"
+#include "runtime/exec/cuda/fused_dropout.hpp"
 #include "runtime/exec/cuda/gather.hpp"
+#include "runtime/exec/cuda/gemm_finish.hpp"
 #include "runtime/exec/cuda/optimizer.hpp"
 #include "runtime/exec/cuda/rows.hpp"
 #include "runtime/exec/cuda/vector_ops.hpp"
