@@ -32,10 +32,12 @@ struct DeviceScratch {
   DeviceScratch& operator=(const DeviceScratch&) = delete;
 };
 
-// |a − b| ≤ tol·(1 + |b|) element by element; reports the first element that is not.
+// |a − b| ≤ tol·(1 + |b|) element by element, or a == b (equal infinities); NaN never passes. Reports the
+// first element that is not.
 inline void check_close(const std::vector<float>& got, const std::vector<float>& want, double tol, const char* what) {
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] == want[i]) continue;
     if (!(std::fabs(double{got[i]} - want[i]) <= tol * (1.0 + std::fabs(double{want[i]})))) {
       FAIL_CHECK(std::string(what) << "[" << i << "]: emulated kernel " << got[i] << ", CPU " << want[i]);
       return;
