@@ -7,6 +7,7 @@
 // clipped by the global norm, and fp16 gradients with a dynamic loss scale whose overflow skips a step.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -94,7 +95,9 @@ om::StepScalars step_tail(om::StepScalars host, const Gradients& g, double max_n
   const Storage storage = g.dtype == DType::f32 ? Storage::f32 : Storage::f16;
   const size_t chunk = ptsim::runtime::cpu::kChunkElements;
   double host_sum = 0.0;
-  emu_test::DeviceScratch device_sum(sizeof(double)), partials(sizeof(double) * 2), scalars(sizeof(om::StepScalars));
+  const size_t most_chunks = ptsim::runtime::cpu::chunk_count(*std::max_element(std::begin(kSizes), std::end(kSizes)));
+  emu_test::DeviceScratch device_sum(sizeof(double)), partials(sizeof(double) * most_chunks),
+      scalars(sizeof(om::StepScalars));
   *static_cast<double*>(device_sum.p) = 0.0;
   std::memcpy(scalars.p, &host, sizeof host);
   for (size_t i = 0; i < kTensors; ++i) {
