@@ -46,6 +46,7 @@
 #include "tests/runtime/exec/half_bits_patterns.hpp"
 #ifdef PTSIM_HAVE_CUDA
 #include "runtime/exec/cuda/cuda_backend.hpp"  // defines: cuda_device_count
+#include "tests/support/backend_under_test.hpp"  // defines: make_test_backend
 #endif
 
 using namespace ptsim;
@@ -562,13 +563,7 @@ bool self_check() {
 
 std::unique_ptr<Backend> backend_under_test(const std::string& which) {
   if (which == "cpu") return runtime::make_cpu_backend(runtime::ComputeType::f32, 2);
-#ifdef PTSIM_HAVE_CUDA
-  // make_cuda_backend itself, not make_backend: the *_emulated executable of tests/cuda_emu renames it to the
-  // emulated backend (tests/cuda_emu/emulated_backend_names.hpp)
-  return runtime::make_cuda_backend(runtime::ComputeType::f32);
-#else
-  return runtime::make_backend(runtime::BackendKind::cuda, runtime::ComputeType::f32, 1);  // main skips before: not built
-#endif
+  return test::make_test_backend(runtime::BackendKind::cuda, runtime::ComputeType::f32, 1);
 }
 
 }  // namespace

@@ -31,6 +31,7 @@
 #include "tests/runtime/exec/gemm_16bit_support.hpp"
 #ifdef PTSIM_HAVE_CUDA
 #include "runtime/exec/cuda/cuda_backend.hpp"  // defines: cuda_device_count
+#include "tests/support/backend_under_test.hpp"  // defines: make_test_backend
 #endif
 
 using namespace ptsim;
@@ -214,11 +215,7 @@ int main(int argc, char** argv) {
   return 77;
 #endif
   try {
-#ifdef PTSIM_HAVE_CUDA  // make_cuda_backend itself: the *_emulated executable renames it (tests/cuda_emu)
-    std::unique_ptr<runtime::Backend> cuda = runtime::make_cuda_backend(runtime::ComputeType::f32);
-#else
-    std::unique_ptr<runtime::Backend> cuda = runtime::make_backend(runtime::BackendKind::cuda, runtime::ComputeType::f32, 1);
-#endif
+    std::unique_ptr<runtime::Backend> cuda = test::make_test_backend(runtime::BackendKind::cuda, runtime::ComputeType::f32, 1);
     std::unique_ptr<runtime::Backend> cpu = runtime::make_cpu_backend(runtime::ComputeType::f32, 1);
     int failures = 0, ran = 0, refused = 0;
     double worst_all = 0;
