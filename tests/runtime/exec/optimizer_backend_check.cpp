@@ -47,6 +47,7 @@
 #ifdef PTSIM_HAVE_CUDA
 #include "runtime/exec/cuda/cuda_backend.hpp"  // defines: cuda_device_count
 #include "tests/support/backend_under_test.hpp"  // defines: make_test_backend
+#include "tests/support/gpu_skip.hpp"  // defines: gpu_test_skip_status
 #endif
 
 using namespace ptsim;
@@ -578,11 +579,11 @@ int main(int argc, char** argv) {
 #ifdef PTSIM_HAVE_CUDA
     if (runtime::cuda_device_count() == 0) {
       fmt::print("skipped: no CUDA device (cudaGetDeviceCount reports none)\n");
-      return 77;
+      return ptsim::test::gpu_test_skip_status();
     }
 #else
     fmt::print("skipped: this build has no CUDA backend (configure with -Dcuda=enabled where nvcc exists)\n");
-    return 77;
+    return ptsim::test::gpu_test_skip_status();
 #endif
   }
   try {

@@ -31,6 +31,7 @@
 #ifdef PTSIM_HAVE_CUDA
 #include "runtime/exec/cuda/cuda_backend.hpp"  // defines: cuda_device_count
 #include "tests/support/backend_under_test.hpp"  // defines: make_test_backend
+#include "tests/support/gpu_skip.hpp"  // defines: gpu_test_skip_status
 #endif
 
 using namespace ptsim;
@@ -357,11 +358,11 @@ int main(int argc, char** argv) {
 #ifdef PTSIM_HAVE_CUDA
     if (runtime::cuda_device_count() == 0) {
       fmt::print("test_backend_ops: no CUDA device was found: skipping the CUDA-vs-CPU cases\n");
-      return 77;
+      return ptsim::test::gpu_test_skip_status();
     }
 #else
     fmt::print("test_backend_ops: this build has no CUDA backend: skipping\n");
-    return 77;
+    return ptsim::test::gpu_test_skip_status();
 #endif
   }
   try {

@@ -32,6 +32,7 @@
 #ifdef PTSIM_HAVE_CUDA
 #include "runtime/exec/cuda/cuda_backend.hpp"  // defines: cuda_device_count
 #include "tests/support/backend_under_test.hpp"  // defines: make_test_backend
+#include "tests/support/gpu_skip.hpp"  // defines: gpu_test_skip_status
 #endif
 
 using namespace ptsim;
@@ -208,11 +209,11 @@ int main(int argc, char** argv) {
 #ifdef PTSIM_HAVE_CUDA
   if (runtime::cuda_device_count() == 0) {
     fmt::print("test_backend_ops_16bit: no CUDA device was found: skipping the 16-bit GEMM cases\n");
-    return 77;
+    return ptsim::test::gpu_test_skip_status();
   }
 #else
   fmt::print("test_backend_ops_16bit: this build has no CUDA backend: skipping\n");
-  return 77;
+  return ptsim::test::gpu_test_skip_status();
 #endif
   try {
     std::unique_ptr<runtime::Backend> cuda = test::make_test_backend(runtime::BackendKind::cuda, runtime::ComputeType::f32, 1);
