@@ -3,8 +3,10 @@
 // into the backend's host files when the emulator compiles them and into the `*_emulated` test executables,
 // so that there `runtime::make_cuda_backend` is the backend compiled by g++ over the emulator, and links
 // beside the nvcc-built one that libptsim_runtime holds when CUDA is enabled. Everything else the host files
-// define is in namespace ptsim::runtime::cuda, which the prelude renames (cuda_emu_prelude.hpp).
+// define is in namespace ptsim::runtime::cuda, renamed here as the prelude renames it (cuda_emu_prelude.hpp),
+// so a test that calls a launcher itself (runtime::cuda::launch_widen_16bit) calls the emulated one.
 #pragma once
+#define cuda ptsim_emulated_cuda
 #define make_cuda_backend make_emulated_cuda_backend
 #define cuda_device_count emulated_cuda_device_count
 #define cuda_device_memory emulated_cuda_device_memory

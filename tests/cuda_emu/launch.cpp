@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <unordered_map>
 
 #include "block_scheduler.hpp"
 
@@ -27,6 +28,9 @@ struct RunningLaunch {
   bool active = false;
 };
 thread_local RunningLaunch running;
+// Which block (a serial number, counting every block of every launch) last filled each static __shared__ object.
+thread_local uint64_t block_serial = 0;
+thread_local std::unordered_map<void*, uint64_t> static_shared_filled_in;
 
 // CUDA's limits on a launch (sm_80): at most 1024 threads a block (x, y ≤ 1024, z ≤ 64), grid x < 2³¹,
 // grid y, z ≤ 65535, dynamic shared memory within the device's opt-in maximum.
@@ -50,6 +54,14 @@ const dim3& block_dim() { return active_launch().block; }
 const dim3& grid_dim() { return active_launch().grid; }
 void* dynamic_shared_memory() { return active_launch().shared.get(); }
 
+void poison_static_shared(void* object, size_t bytes) {
+  (void)active_launch();
+  uint64_t& filled = static_shared_filled_in[object];
+  if (filled == block_serial) return;
+  std::memset(object, 0xFF, bytes);
+  filled = block_serial;
+}
+
 void run_grid(dim3 grid, dim3 block, size_t shared_bytes, const std::function<void()>& thread_body) {
   if (running.active) throw KernelError("a kernel launched another kernel (dynamic parallelism is not emulated)");
   if (!valid_geometry(grid, block, shared_bytes)) return set_last_error(cudaErrorInvalidConfiguration);
@@ -65,6 +77,7 @@ void run_grid(dim3 grid, dim3 block, size_t shared_bytes, const std::function<vo
       for (unsigned y = 0; y < grid.y; ++y)
         for (unsigned x = 0; x < grid.x; ++x) {
           running.block_index = uint3{x, y, z};
+          ++block_serial;  // serial 0 is never a block's: every static object is filled at its first block
           // Dynamic shared memory starts each block as 0xFF bytes (NaN floats, -1 integers), not the previous
           // block's values: a kernel that reads it before writing it gives visibly wrong results.
           if (shared_bytes > 0) std::memset(running.shared.get(), 0xFF, shared_bytes);

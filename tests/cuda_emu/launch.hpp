@@ -17,6 +17,11 @@ const dim3& block_dim();
 const dim3& grid_dim();
 // The running launch's dynamic shared memory (`extern __shared__`, rewritten by rewrite_launches.py).
 void* dynamic_shared_memory();
+// Static `__shared__` storage (one `static` object per kernel here) starts each block as 0xFF bytes, as the
+// dynamic memory does: rewrite_launches.py puts this call after every static __shared__ declaration; the
+// first thread of a block to pass it fills the object, later threads of that block do not (a kernel's
+// threads all pass the declaration before they can name the object, and thread 0 runs first).
+void poison_static_shared(void* object, size_t bytes);
 
 void run_grid(dim3 grid, dim3 block, size_t dynamic_shared_bytes, const std::function<void()>& thread_body);
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 # tests/cuda_emu/rewrite_launches.py — turns a .cu file into C++ that g++ compiles under the CUDA emulator
-# (docs/cuda-emulation.md). Two mechanical rewrites, nothing else changes (a #line keeps g++'s messages on
+# (docs/cuda-emulation.md). Four mechanical rewrites, nothing else changes (a #line keeps g++'s messages on
 # the .cu file's lines):
 #   kernel<<<grid, block[, shmem[, stream]]>>>(args)  →  ::cuda_emu::launch(grid, block, shmem, stream, [&] { kernel(args); })
 #   extern __shared__ [__align__(n)] T name[];         →  T* const name = static_cast<T*>(::cuda_emu::dynamic_shared_memory());
+#   __shared__ T a[n], b[m];  (static, at a line's start)  →  the same, then ::cuda_emu::poison_static_shared(&a, sizeof(a)); …
+#     on the same line (each block starts the objects as 0xFF bytes: launch.hpp)
 #   #include "runtime/exec/cuda/NAME.cuh"              →  #include "NAME.emu.cuh"  (the .cuh files are rewritten too)
 # Usage: rewrite_launches.py INPUT.cu|INPUT.cuh OUTPUT
 import re
@@ -79,6 +81,24 @@ def rewrite_launch(text, at):
 EXTERN_SHARED = re.compile(r"extern\s+__shared__\s+(?:__align__\(\s*\d+\s*\)\s+)?([\w:\s]+?)\s*(\w+)\s*\[\s*\]\s*;")
 
 
+# A static __shared__ declaration: at the start of a line (comments never start with it), up to its ';'.
+STATIC_SHARED = re.compile(r"^([ \t]*__shared__\s+)([^;]*);", re.MULTILINE)
+
+
+def declared_name(declarator):
+    """The object a declarator such as `qs[kTile][kD + 1]` or `x` declares."""
+    names = re.findall(r"\w+", declarator.split("[", 1)[0])
+    if not names:
+        raise SystemExit(f"rewrite_launches: cannot read a __shared__ declarator: {declarator!r}")
+    return names[-1]
+
+
+def poison_static_shared(m):
+    names = [declared_name(d) for d in split_top_level(m.group(2))]
+    calls = " ".join(f"::cuda_emu::poison_static_shared(&{n}, sizeof({n}));" for n in names)
+    return f"{m.group(1)}{m.group(2)}; {calls}"
+
+
 KERNEL_HEADER = re.compile(r'#include "runtime/exec/cuda/(\w+)\.cuh"')
 
 
@@ -87,6 +107,7 @@ def rewrite(text):
     text = EXTERN_SHARED.sub(
         lambda m: f"{m.group(1)}* const {m.group(2)} = static_cast<{m.group(1)}*>(::cuda_emu::dynamic_shared_memory());",
         text)
+    text = STATIC_SHARED.sub(poison_static_shared, text)
     at = text.find("<<<")
     while at != -1:
         text, resume = rewrite_launch(text, at)

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "emulated_kernels.hpp"
+#include "emulated_test_util.hpp"
 #include "runtime/exec/cpu_16bit_vectors.hpp"
 #include "runtime/exec/cpu_parallel.hpp"
 
@@ -20,31 +21,9 @@ namespace cpu = ptsim::runtime::cpu;
 using ptsim::runtime::math::Storage;
 constexpr cudaStream_t kStream = nullptr;
 
-std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -2.0f, float hi = 2.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-
-// Scratch "device" memory from the emulator's cudaMalloc, freed with cudaFree.
-struct DeviceScratch {
-  void* p = nullptr;
-  explicit DeviceScratch(size_t bytes) { REQUIRE(cudaMalloc(&p, bytes == 0 ? 1 : bytes) == cudaSuccess); }
-  ~DeviceScratch() { (void)cudaFree(p); }
-};
-
-// |a − b| ≤ tol·(1 + |b|) element by element; reports the first element that is not.
-void check_close(const std::vector<float>& got, const std::vector<float>& want, double tol, const char* what) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (std::fabs(double{got[i]} - want[i]) > tol * (1.0 + std::fabs(double{want[i]}))) {
-      FAIL_CHECK(std::string(what) << "[" << i << "]: emulated kernel " << got[i] << ", CPU " << want[i]);
-      return;
-    }
-  }
-}
+using emu_test::check_close;
+using emu_test::DeviceScratch;
+using emu_test::random_floats;
 
 }  // namespace
 

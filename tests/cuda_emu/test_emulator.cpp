@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "block_scheduler.hpp"
+#include "emulator_probe_kernels.hpp"
 #include "launch.hpp"
 #include "warp_collective.hpp"
 #include "warp_intrinsics.hpp"
@@ -146,6 +147,50 @@ TEST_CASE("cuda_emu: a warp-collective operation needs every lane of a full warp
   // a 48-thread block: warp 1 has 16 lanes
   CHECK_THROWS_WITH_AS(cuda_emu::run_grid(dim3(1), dim3(48), 0, [] { cuda_emu::warp_collective("test collective", 5); }),
                        doctest::Contains("warp 1 of a 48-thread block has 16 lanes"), cuda_emu::KernelError);
+}
+
+TEST_CASE("cuda_emu: static __shared__ memory starts every block as 0xFF bytes, not the previous block's values") {
+  // The probe kernel reads two static arrays before writing them; without the per-block fill the first block
+  // would read zeros and every later one the previous block's index, values a buggy kernel could pass with.
+  std::vector<uint32_t> first_reads(4 * 3, 0);
+  cuda_emu_probe::launch_static_shared_probe(first_reads.data(), 4);
+  for (size_t i = 0; i < first_reads.size(); ++i) CHECK_MESSAGE(first_reads[i] == 0xFFFFFFFFu, "word " << i);
+  // a second launch starts from the fill again, not from the last block's writes
+  cuda_emu_probe::launch_static_shared_probe(first_reads.data(), 1);
+  CHECK(first_reads[0] == 0xFFFFFFFFu);
+}
+
+TEST_CASE("cuda_emu: a shuffle width that is not a power of two in 1..32 is an error") {
+  for (int width : {0, 3, 12, 64}) {
+    CAPTURE(width);
+    CHECK_THROWS_WITH_AS(
+        cuda_emu::run_grid(dim3(1), dim3(32), 0, [&] { (void)__shfl_down_sync(0xffffffffu, 1, 1, width); }),
+        doctest::Contains("is not a power of two"), cuda_emu::KernelError);
+    CHECK_THROWS_AS(cuda_emu::run_grid(dim3(1), dim3(32), 0, [&] { (void)__shfl_xor_sync(0xffffffffu, 1, 1, width); }),
+                    cuda_emu::KernelError);
+  }
+}
+
+TEST_CASE("cuda_emu: __shfl_sync / __shfl_up_sync and out-of-range lane operands as the Programming Guide and PTX define") {
+  std::vector<int> idx(64), idx_mod(64), up(64), up8(64), xor33(64), down33(64);
+  cuda_emu::run_grid(dim3(1), dim3(64), 0, [&] {
+    const int t = static_cast<int>(thread_x());
+    idx[t] = __shfl_sync(0xffffffffu, t, 5);          // lane 5 of the warp
+    idx_mod[t] = __shfl_sync(0xffffffffu, t, 35, 16);  // srcLane 35 mod 16 = 3 of the caller's 16-lane group
+    up[t] = __shfl_up_sync(0xffffffffu, t, 3);
+    up8[t] = __shfl_up_sync(0xffffffffu, t, 2, 8);
+    xor33[t] = __shfl_xor_sync(0xffffffffu, t, 33);    // shfl.sync reads the low five bits: 33 → 1
+    down33[t] = __shfl_down_sync(0xffffffffu, t, 33);  // likewise 33 → 1
+  });
+  for (int t = 0; t < 64; ++t) {
+    const int lane = t % 32, warp_base = t - lane;
+    CHECK(idx[t] == warp_base + 5);
+    CHECK(idx_mod[t] == warp_base + (lane & ~15) + 3);
+    CHECK(up[t] == (lane >= 3 ? t - 3 : t));          // before the warp's start: own value
+    CHECK(up8[t] == (lane % 8 >= 2 ? t - 2 : t));     // before its 8-lane group: own value
+    CHECK(xor33[t] == warp_base + (lane ^ 1));
+    CHECK(down33[t] == (lane + 1 < 32 ? t + 1 : t));
+  }
 }
 
 TEST_CASE("cuda_emu: a thread's exception after a barrier ends the launch, unwinds every thread, and the next launch runs") {

@@ -7,6 +7,8 @@
 
 #include <cstdio>
 
+#include "tests/support/gpu_skip.hpp"  // defines: gpu_test_skip_status
+
 #ifdef PTSIM_HAVE_CUDA
 #include "runtime/exec/cuda/cuda_backend.hpp"  // defines: cuda_device_count
 #endif
@@ -15,12 +17,12 @@ int main(int argc, char** argv) {
 #ifdef PTSIM_HAVE_CUDA
   if (ptsim::runtime::cuda_device_count() == 0) {
     std::printf("%s: no CUDA device was found: skipping (these tests run the CUDA backend)\n", argv[0]);
-    return 77;
+    return ptsim::test::gpu_test_skip_status();
   }
 #else
   std::printf("%s: this build has no CUDA backend (meson -Dcuda=enabled needs nvcc and the CUDA toolkit): skipping\n",
               argv[0]);
-  return 77;
+  return ptsim::test::gpu_test_skip_status();
 #endif
   doctest::Context context(argc, argv);
   return context.run();

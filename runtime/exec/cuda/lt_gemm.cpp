@@ -81,7 +81,7 @@ void choose_algorithm(cublasLtHandle_t handle, LtGemmEntry& e) {
       cublasLtMatmulAlgoGetHeuristic(handle, e.desc, e.a, e.b, e.d, e.d, pref, 1, &e.heuristic, &found);
   (void)cublasLtMatmulPreferenceDestroy(pref);
   // NOT_SUPPORTED: no algorithm for this combination; the caller runs the unfused path.
-  if (status != CUBLAS_STATUS_NOT_SUPPORTED) PTSIM_CUBLAS_CHECK(status);
+  if (status != CUBLAS_STATUS_NOT_SUPPORTED) check_cublas(status, "cublasLtMatmulAlgoGetHeuristic");  // names the call
   e.has_algorithm = status == CUBLAS_STATUS_SUCCESS && found > 0;
 }
 

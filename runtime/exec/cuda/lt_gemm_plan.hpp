@@ -106,10 +106,12 @@ enum class GemmOperand { a, b };
 
 // The bias-gradient epilogue that computes bias_grad(dy (M, N)) inside this GEMM, where dy is the graph
 // operand `dy_operand`, or nothing when the layout does not allow it: the sum must run over the GEMM's
-// reduction (dy's M rows = k) and the GEMM must be a plain one (not batched, no bias of its own, no fp8).
+// reduction (dy's M rows = k) and the GEMM must be a plain one (not batched, no bias of its own, no fp8) with
+// alpha 1: cuBLASLt documents the BGRAD vector as the reduction over k without saying whether alpha scales it,
+// so a scaled GEMM takes the unfused path rather than rely on undocumented behaviour.
 inline std::optional<LtEpilogue> bias_grad_epilogue(const models::GemmAttrs& g, GemmOperand dy_operand, int64_t M,
                                                     int64_t N) {
-  if (g.batch != 1 || g.has_bias || g.fp8 || M != g.k || M <= 0 || N <= 0) return std::nullopt;
+  if (g.batch != 1 || g.has_bias || g.fp8 || g.alpha != 1.0 || M != g.k || M <= 0 || N <= 0) return std::nullopt;
   if (dy_operand == GemmOperand::a && g.trans_a && N == g.m) return LtEpilogue::bias_grad_b;
   if (dy_operand == GemmOperand::b && !g.trans_b && N == g.n) return LtEpilogue::bias_grad_a;
   return std::nullopt;

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "tests/support/gpu_skip.hpp"  // defines: gpu_test_skip_status
+
 #if PTSIM_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
@@ -155,7 +157,7 @@ int main(int argc, char** argv) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     std::printf("attention_tc_gpu_check: no CUDA device: skipped\n");
-    return 77;
+    return ptsim::test::gpu_test_skip_status();
   }
   int major = 0;
   check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), "cudaDeviceGetAttribute");
@@ -177,6 +179,6 @@ int main(int argc, char** argv) {
 #else
 int main() {
   std::printf("attention_tc_gpu_check: built without the CUDA backend: skipped\n");
-  return 77;
+  return ptsim::test::gpu_test_skip_status();
 }
 #endif

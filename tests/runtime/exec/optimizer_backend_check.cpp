@@ -46,6 +46,8 @@
 #include "tests/runtime/exec/half_bits_patterns.hpp"
 #ifdef PTSIM_HAVE_CUDA
 #include "runtime/exec/cuda/cuda_backend.hpp"  // defines: cuda_device_count
+#include "tests/support/backend_under_test.hpp"  // defines: make_test_backend
+#include "tests/support/gpu_skip.hpp"  // defines: gpu_test_skip_status
 #endif
 
 using namespace ptsim;
@@ -562,13 +564,7 @@ bool self_check() {
 
 std::unique_ptr<Backend> backend_under_test(const std::string& which) {
   if (which == "cpu") return runtime::make_cpu_backend(runtime::ComputeType::f32, 2);
-#ifdef PTSIM_HAVE_CUDA
-  // make_cuda_backend itself, not make_backend: the *_emulated executable of tests/cuda_emu renames it to the
-  // emulated backend (tests/cuda_emu/emulated_backend_names.hpp)
-  return runtime::make_cuda_backend(runtime::ComputeType::f32);
-#else
-  return runtime::make_backend(runtime::BackendKind::cuda, runtime::ComputeType::f32, 1);  // main skips before: not built
-#endif
+  return test::make_test_backend(runtime::BackendKind::cuda, runtime::ComputeType::f32, 1);
 }
 
 }  // namespace
@@ -583,11 +579,11 @@ int main(int argc, char** argv) {
 #ifdef PTSIM_HAVE_CUDA
     if (runtime::cuda_device_count() == 0) {
       fmt::print("skipped: no CUDA device (cudaGetDeviceCount reports none)\n");
-      return 77;
+      return ptsim::test::gpu_test_skip_status();
     }
 #else
     fmt::print("skipped: this build has no CUDA backend (configure with -Dcuda=enabled where nvcc exists)\n");
-    return 77;
+    return ptsim::test::gpu_test_skip_status();
 #endif
   }
   try {

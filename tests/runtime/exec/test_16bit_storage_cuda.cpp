@@ -38,6 +38,7 @@
 
 #include "runtime/exec/cuda/convert_16bit.hpp"
 #include "runtime/exec/cuda/rows.hpp"  // defines: launch_bias_grad
+#include "tests/support/backend_under_test.hpp"  // defines: make_test_backend
 #endif
 
 using namespace ptsim;
@@ -194,7 +195,7 @@ std::unique_ptr<runtime::Backend> cuda_backend_with_native_16bit(const char* val
   const std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
   if (value) setenv(env, value, 1);
   else unsetenv(env);
-  std::unique_ptr<runtime::Backend> backend = runtime::make_backend(runtime::BackendKind::cuda, runtime::ComputeType::f32, 1);
+  std::unique_ptr<runtime::Backend> backend = test::make_test_backend(runtime::BackendKind::cuda, runtime::ComputeType::f32, 1);
   if (saved) setenv(env, saved->c_str(), 1);
   else unsetenv(env);
   return backend;

@@ -34,6 +34,7 @@
 #include "runtime/exec/cuda/native_16bit_switch.hpp"
 #include "runtime/exec/precision.hpp"
 #include "tests/runtime/exec/gemm_16bit_support.hpp"
+#include "tests/support/backend_under_test.hpp"  // defines: make_test_backend
 
 using namespace ptsim;
 using models::DType;
@@ -250,7 +251,7 @@ std::unique_ptr<runtime::Backend> cuda_backend_with(const char* value) {
     setenv(runtime::cuda::kNative16bitEnv, value, 1);
   else
     unsetenv(runtime::cuda::kNative16bitEnv);
-  auto backend = runtime::make_backend(runtime::BackendKind::cuda, runtime::ComputeType::f32, 1);
+  auto backend = test::make_test_backend(runtime::BackendKind::cuda, runtime::ComputeType::f32, 1);
   if (saved)
     setenv(runtime::cuda::kNative16bitEnv, saved->c_str(), 1);
   else

@@ -30,6 +30,8 @@
 #include "tests/runtime/exec/backend_ops_cases.hpp"
 #ifdef PTSIM_HAVE_CUDA
 #include "runtime/exec/cuda/cuda_backend.hpp"  // defines: cuda_device_count
+#include "tests/support/backend_under_test.hpp"  // defines: make_test_backend
+#include "tests/support/gpu_skip.hpp"  // defines: gpu_test_skip_status
 #endif
 
 using namespace ptsim;
@@ -187,13 +189,7 @@ int self_check(const Case& c, const Values& ref, const Values& ref_abs) {
 
 std::unique_ptr<Backend> backend_under_test(const std::string& which) {
   if (which == "cpu") return runtime::make_cpu_backend(ComputeType::f32, 1);
-#ifdef PTSIM_HAVE_CUDA
-  // make_cuda_backend itself, not make_backend: the *_emulated executable of tests/cuda_emu renames it to the
-  // emulated backend (tests/cuda_emu/emulated_backend_names.hpp)
-  return runtime::make_cuda_backend(ComputeType::f32);
-#else
-  return runtime::make_backend(runtime::BackendKind::cuda, ComputeType::f32, 1);  // main skips before: not built
-#endif
+  return test::make_test_backend(runtime::BackendKind::cuda, ComputeType::f32, 1);
 }
 
 // Every op kind the backends run (models::OpKind's body ops).
@@ -362,11 +358,11 @@ int main(int argc, char** argv) {
 #ifdef PTSIM_HAVE_CUDA
     if (runtime::cuda_device_count() == 0) {
       fmt::print("test_backend_ops: no CUDA device was found: skipping the CUDA-vs-CPU cases\n");
-      return 77;
+      return ptsim::test::gpu_test_skip_status();
     }
 #else
     fmt::print("test_backend_ops: this build has no CUDA backend: skipping\n");
-    return 77;
+    return ptsim::test::gpu_test_skip_status();
 #endif
   }
   try {

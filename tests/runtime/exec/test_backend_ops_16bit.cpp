@@ -31,6 +31,8 @@
 #include "tests/runtime/exec/gemm_16bit_support.hpp"
 #ifdef PTSIM_HAVE_CUDA
 #include "runtime/exec/cuda/cuda_backend.hpp"  // defines: cuda_device_count
+#include "tests/support/backend_under_test.hpp"  // defines: make_test_backend
+#include "tests/support/gpu_skip.hpp"  // defines: gpu_test_skip_status
 #endif
 
 using namespace ptsim;
@@ -207,18 +209,14 @@ int main(int argc, char** argv) {
 #ifdef PTSIM_HAVE_CUDA
   if (runtime::cuda_device_count() == 0) {
     fmt::print("test_backend_ops_16bit: no CUDA device was found: skipping the 16-bit GEMM cases\n");
-    return 77;
+    return ptsim::test::gpu_test_skip_status();
   }
 #else
   fmt::print("test_backend_ops_16bit: this build has no CUDA backend: skipping\n");
-  return 77;
+  return ptsim::test::gpu_test_skip_status();
 #endif
   try {
-#ifdef PTSIM_HAVE_CUDA  // make_cuda_backend itself: the *_emulated executable renames it (tests/cuda_emu)
-    std::unique_ptr<runtime::Backend> cuda = runtime::make_cuda_backend(runtime::ComputeType::f32);
-#else
-    std::unique_ptr<runtime::Backend> cuda = runtime::make_backend(runtime::BackendKind::cuda, runtime::ComputeType::f32, 1);
-#endif
+    std::unique_ptr<runtime::Backend> cuda = test::make_test_backend(runtime::BackendKind::cuda, runtime::ComputeType::f32, 1);
     std::unique_ptr<runtime::Backend> cpu = runtime::make_cpu_backend(runtime::ComputeType::f32, 1);
     int failures = 0, ran = 0, refused = 0;
     double worst_all = 0;

@@ -107,6 +107,10 @@ TEST_CASE("bias_grad_epilogue refuses layouts whose reduction is not dy's rows, 
   ptsim::models::GemmAttrs with_bias = gemm_attrs(out, in, tokens, true, false);
   with_bias.has_bias = true;
   CHECK_FALSE(cuda::bias_grad_epilogue(with_bias, cuda::GemmOperand::a, tokens, out));
+  // a scaled GEMM: whether alpha scales the BGRAD vector is not documented
+  ptsim::models::GemmAttrs scaled = gemm_attrs(out, in, tokens, true, false);
+  scaled.alpha = 0.5;
+  CHECK_FALSE(cuda::bias_grad_epilogue(scaled, cuda::GemmOperand::a, tokens, out));
   CHECK(cuda::bias_grad_epilogue(gemm_attrs(out, in, tokens, true, false), cuda::GemmOperand::a, tokens, out));
 }
 

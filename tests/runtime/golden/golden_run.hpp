@@ -19,6 +19,7 @@
 #include "runtime/exec/executor.hpp"
 #include "runtime/optim/optimizer.hpp"
 #include "tests/runtime/golden/golden_inputs.hpp"
+#include "tests/support/backend_under_test.hpp"  // defines: make_test_backend
 
 namespace ptsim::test::golden {
 
@@ -94,7 +95,7 @@ inline std::unique_ptr<Session> open_session(const Inputs& in, models::Optimizer
   options.time_ops = false;
   Session* raw = s.get();
   options.after_op = [raw](const models::Op& op) { raw->capture(op); };
-  s->ex = std::make_unique<runtime::Executor>(s->graph, options);
+  s->ex = make_test_executor(s->graph, options);
   load_model(*s->ex, in.model);
   fill_inputs(*s->ex, in.batch);
   return s;

@@ -47,11 +47,9 @@
 #include "models/recipe.hpp"
 #include "models/task_graph.hpp"
 #include "runtime/exec/executor.hpp"
-#ifdef PTSIM_HAVE_CUDA
-#include "runtime/exec/cuda/cuda_backend.hpp"  // defines: make_cuda_backend
-#endif
 #include "runtime/optim/optimizer.hpp"
 #include "tests/runtime/golden/golden_inputs.hpp"
+#include "tests/support/backend_under_test.hpp"  // defines: make_test_backend
 
 namespace ptsim::test::steps {
 
@@ -180,17 +178,6 @@ inline bool is_logits_op(const models::Op& op) {
   return op.phase == models::Phase::forward && (op.name == "cls.predictions.decoder" || op.name == "lm_head");
 }
 
-// The executor of options.backend. CUDA's backend is made by make_cuda_backend itself, not make_backend, so
-// that the *_emulated executables of tests/cuda_emu, which rename it (emulated_backend_names.hpp), run these
-// steps on the CUDA backend compiled over the emulator.
-inline std::unique_ptr<runtime::Executor> side_executor(const models::TaskGraph& g, const runtime::ExecutorOptions& options) {
-#ifdef PTSIM_HAVE_CUDA
-  if (options.backend == runtime::BackendKind::cuda)
-    return std::make_unique<runtime::Executor>(g, options, runtime::make_cuda_backend(options.compute));
-#endif
-  return std::make_unique<runtime::Executor>(g, options);
-}
-
 // An executor for `side` with the reference's starting weights: ptsim's init_parameters(kSeed) on a CPU f32
 // executor, copied over as fp32 values (into the fp32 masters under bf16).
 struct Session {
@@ -209,7 +196,7 @@ inline std::unique_ptr<Session> open_session(const ModelCase& c, const Side& sid
   options.after_op = [raw](const models::Op& op) {
     if (is_logits_op(op)) raw->logits[op.name] = read_values(*raw->ex, op.outputs.at(0));
   };
-  s->ex = side_executor(s->graph, options);
+  s->ex = make_test_executor(s->graph, options);
   runtime::ExecutorOptions init_options;
   init_options.time_ops = false;
   runtime::Executor init(s->graph, init_options);
