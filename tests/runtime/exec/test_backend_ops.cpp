@@ -30,9 +30,9 @@
 #include "tests/runtime/exec/backend_ops_cases.hpp"
 #ifdef PTSIM_HAVE_CUDA
 #include "runtime/exec/cuda/cuda_backend.hpp"  // defines: cuda_device_count
+#endif
 #include "tests/support/backend_under_test.hpp"  // defines: make_test_backend
 #include "tests/support/gpu_skip.hpp"  // defines: gpu_test_skip_status
-#endif
 
 using namespace ptsim;
 using namespace ptsim::test::backend_ops;
