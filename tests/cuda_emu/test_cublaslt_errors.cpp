@@ -105,19 +105,26 @@ TEST_CASE("emulated cuBLASLt: combinations the shim does not have are NOT_SUPPOR
   CHECK(untouched(dbf));
 }
 
-TEST_CASE("emulated cuBLASLt: a missing bias or aux pointer, an aux ld below the rows are INVALID_VALUE") {
+TEST_CASE("emulated cuBLASLt: a missing bias or aux pointer, an aux ld below the rows or not a multiple of 8 are "
+          "INVALID_VALUE") {
   const Matrix a = make_a(CUDA_R_32F, false), b = make_b(CUDA_R_32F, false), c = make_c(CUDA_R_32F);
-  Matrix d(CUDA_R_32F, kM, kN, kM + 1), aux(CUDA_R_32F, kM, kN, kM), bias(CUDA_R_32F, kM, 1, kM);
+  Matrix d(CUDA_R_32F, kM, kN, kM + 1), aux(CUDA_R_32F, kM, kN, 16), bias(CUDA_R_32F, kM, 1, kM);
   CHECK(Lt(a, false, b, false, c, d, CUBLASLT_EPILOGUE_BIAS).run(1.0f, 0.0f) == CUBLAS_STATUS_INVALID_VALUE);
   CHECK(Lt(a, false, b, false, c, d, CUBLASLT_EPILOGUE_BGRADA).run(1.0f, 0.0f) == CUBLAS_STATUS_INVALID_VALUE);
   {
     Lt lt(a, false, b, false, c, d, CUBLASLT_EPILOGUE_GELU_AUX);
-    lt.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t{kM});
+    lt.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t{8});
     CHECK(lt.run(1.0f, 0.0f) == CUBLAS_STATUS_INVALID_VALUE);  // no aux pointer
+  }
+  for (const cublasLtEpilogue_t ep : {CUBLASLT_EPILOGUE_GELU_AUX, CUBLASLT_EPILOGUE_DGELU}) {
+    Lt lt(a, false, b, false, c, d, ep);
+    lt.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux.data());
+    lt.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t{12});  // ≥ the rows, but not a multiple of 8
+    CHECK(lt.run(1.0f, 0.0f) == CUBLAS_STATUS_INVALID_VALUE);
   }
   Lt lt(a, false, b, false, c, d, CUBLASLT_EPILOGUE_GELU_AUX);
   lt.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux.data());
-  lt.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t{kM - 1});
+  lt.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t{0});  // a multiple of 8, below the rows
   CHECK(lt.run(1.0f, 0.0f) == CUBLAS_STATUS_INVALID_VALUE);
   CHECK(untouched(d));
 }
