@@ -3,7 +3,8 @@
 // layouts with batch count and strided batch offset, as NVIDIA's cuBLASLt documentation defines it, for
 // fp32 / fp16 / bf16 operands with fp32 scale and accumulation. The epilogues: bias, ReLU, GELU (tanh form),
 // GELU with its input kept (aux), the GELU gradient and its bias gradient, and the bias gradients of A and B.
-// A combination the shim does not have is NOT_SUPPORTED (heuristic and matmul alike), never a guess.
+// A combination the shim does not have is NOT_SUPPORTED (heuristic and matmul alike; BGRADA / BGRADB with
+// alpha ≠ 1, which NVIDIA leaves unspecified, in the matmul), never a guess.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -186,6 +187,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
   const Call k{*desc, e, operand(A, *a_desc, desc->transa), operand(B, *b_desc, desc->transb), C, *c_desc, D, *d_desc,
                op_cols_of(*a_desc, desc->transa), *static_cast<const float*>(alpha), *static_cast<const float*>(beta)};
   if (const cublasStatus_t s = check_pointers(k); s != CUBLAS_STATUS_SUCCESS) return s;
+  // NVIDIA documents BGRADA / BGRADB as the sum over k stored in the bias buffer, not whether alpha scales
+  // it: with alpha ≠ 1 the answer is unspecified, so the shim refuses rather than guess.
+  if ((e.bgrad_a || e.bgrad_b) && k.alpha != 1.0f) return CUBLAS_STATUS_NOT_SUPPORTED;
   const void* const pointers[4] = {A, B, C, D};
   if (const cublasStatus_t s = check_algo(algo, pointers, workspace, workspace_bytes); s != CUBLAS_STATUS_SUCCESS)
     return s;
