@@ -146,7 +146,7 @@ TEST_CASE("backend gemm_with_bias_grad on the emulated cuBLASLt: BGRADB (dy = A)
       INFO("accumulate=", acc, " dy operand=", dy == emu::GemmOperand::a ? "a" : "b");
       // dW = dYᵀ·X reads dy (tokens 7, out) as A transposed; the other form has dy as B (k, n) untransposed.
       GemmAttrs g = attrs(true, false, acc, false);
-      g.alpha = 1.0;  // the shim refuses BGRADA / BGRADB with alpha ≠ 1 (NVIDIA leaves the vector's scale open)
+      g.alpha = 1.0;  // bias_grad_epilogue fuses only unscaled GEMMs (whether alpha scales BGRAD is undocumented)
       const int64_t width = dy == emu::GemmOperand::a ? g.m : g.n;
       const auto ep = emu::bias_grad_epilogue(g, dy, g.k, width);
       REQUIRE(ep.has_value());
