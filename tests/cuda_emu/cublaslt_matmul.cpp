@@ -3,8 +3,10 @@
 // layouts with batch count and strided batch offset, as NVIDIA's cuBLASLt documentation defines it, for
 // fp32 / fp16 / bf16 operands with fp32 scale and accumulation. The epilogues: bias, ReLU, GELU (tanh form),
 // GELU with its input kept (aux), the GELU gradient and its bias gradient, and the bias gradients of A and B.
-// A combination the shim does not have is NOT_SUPPORTED (heuristic and matmul alike), never a guess.
+// A combination the shim does not have is NOT_SUPPORTED (heuristic and matmul alike; BGRADA / BGRADB with
+// alpha ≠ 1, which NVIDIA leaves unspecified, in the matmul), never a guess.
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "blas_core.hpp"
@@ -16,7 +18,7 @@ using namespace cuda_emu::blas;
 using Layout = cublasLtMatrixLayoutOpaque_t;
 using Desc = cublasLtMatmulDescOpaque_t;
 
-// NVIDIA does not write the formula of its GELU epilogue; the shim takes the tanh form.
+// The GELU of cuBLASLt's epilogue table: its tanh form, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kGeluCubic = 0.044715f;
 float gelu(float x) {
@@ -53,14 +55,39 @@ struct Call {
 
 bool aligned(const void* p, uint64_t bytes) { return bytes == 0 || reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
+// The workspace the shim's algorithm asks for: 1 MiB, or what the preference allows when that is less. The
+// arithmetic needs none; asking makes a caller hand over a real workspace, which the matmul checks and
+// overwrites (fill_workspace), as a split-k algorithm's partial sums would.
+constexpr uint64_t kWorkspaceWanted = uint64_t{1} << 20;
+// NVIDIA's cublasLtMatmul documentation asks for a workspace pointer aligned to 256 bytes.
+constexpr uint64_t kWorkspaceAlignment = 256;
+
+// The bytes of workspace the call uses: its algorithm's, or with none given (the library chooses) as much of
+// the caller's workspace as the heuristic would have asked for.
+uint64_t workspace_needed(const cublasLtMatmulAlgo_t* algo, size_t workspace_bytes) {
+  if (algo == nullptr) return workspace_bytes < kWorkspaceWanted ? workspace_bytes : kWorkspaceWanted;
+  return algo->data[kWorkspace];
+}
+
 // A heuristic's algorithm is only valid for the workspace it asked for and the pointer alignment the
-// preference promised; a null one lets the library choose (cuBLASLt's documented default).
-cublasStatus_t check_algo(const cublasLtMatmulAlgo_t* algo, const void* const (&pointers)[4], size_t workspace_bytes) {
+// preference promised; a null one lets the library choose (cuBLASLt's documented default). A workspace
+// in use is there, 256-byte aligned and no smaller than needed (too small is INVALID_VALUE, as documented).
+cublasStatus_t check_algo(const cublasLtMatmulAlgo_t* algo, const void* const (&pointers)[4], const void* workspace,
+                          size_t workspace_bytes) {
+  const uint64_t needed = workspace_needed(algo, workspace_bytes);
+  if (needed > 0 && (workspace == nullptr || !aligned(workspace, kWorkspaceAlignment) || workspace_bytes < needed))
+    return CUBLAS_STATUS_INVALID_VALUE;
   if (algo == nullptr) return CUBLAS_STATUS_SUCCESS;
-  if (algo->data[kTag] != kAlgoTag || workspace_bytes < algo->data[kWorkspace]) return CUBLAS_STATUS_INVALID_VALUE;
+  if (algo->data[kTag] != kAlgoTag) return CUBLAS_STATUS_INVALID_VALUE;
   for (int i = 0; i < 4; ++i)
     if (pointers[i] != nullptr && !aligned(pointers[i], algo->data[kAlignA + i])) return CUBLAS_STATUS_INVALID_VALUE;
   return CUBLAS_STATUS_SUCCESS;
+}
+
+// The used workspace is overwritten with 0xFF bytes (a NaN in every float type) before D is computed, so a
+// workspace that aliases an operand, or one another stream still reads, corrupts the result visibly.
+void fill_workspace(void* workspace, uint64_t bytes) {
+  if (bytes > 0) std::memset(workspace, 0xFF, bytes);
 }
 
 // Every pointer the problem reads or writes is there; in place (C = D) needs C's layout to be D's.
@@ -130,13 +157,14 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
   *returned_count = 0;
   if (const cublasStatus_t s = check_problem(desc, a_desc, b_desc, c_desc, d_desc); s != CUBLAS_STATUS_SUCCESS)
     return s;
-  // The one algorithm needs no workspace, so it fits under any MAX_WORKSPACE_BYTES.
+  // The one algorithm takes the workspace it wants or what MAX_WORKSPACE_BYTES allows (none for 0).
+  const uint64_t workspace = workspace_needed(nullptr, pref->max_workspace_bytes);
   results[0] = cublasLtMatmulHeuristicResult_t{};
   uint64_t* data = results[0].algo.data;
   data[kTag] = kAlgoTag;
-  data[kWorkspace] = 0;
+  data[kWorkspace] = workspace;
   for (int i = 0; i < 4; ++i) data[kAlignA + i] = pref->min_alignment[i];
-  results[0].workspaceSize = 0;
+  results[0].workspaceSize = workspace;
   results[0].state = CUBLAS_STATUS_SUCCESS;
   results[0].wavesCount = 1.0f;
   *returned_count = 1;
@@ -148,8 +176,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
                               const void* beta, const void* C, cublasLtMatrixLayout_t c_desc, void* D,
                               cublasLtMatrixLayout_t d_desc, const cublasLtMatmulAlgo_t* algo, void* workspace,
                               size_t workspace_bytes, cudaStream_t stream) {
-  (void)workspace;  // the shim's algorithm needs none; the stream runs everything at once (as the emulator's)
-  (void)stream;
+  (void)stream;  // the stream runs everything at once (as the emulator's)
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (const cublasStatus_t s = check_problem(desc, a_desc, b_desc, c_desc, d_desc); s != CUBLAS_STATUS_SUCCESS)
     return s;
@@ -160,8 +187,13 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
   const Call k{*desc, e, operand(A, *a_desc, desc->transa), operand(B, *b_desc, desc->transb), C, *c_desc, D, *d_desc,
                op_cols_of(*a_desc, desc->transa), *static_cast<const float*>(alpha), *static_cast<const float*>(beta)};
   if (const cublasStatus_t s = check_pointers(k); s != CUBLAS_STATUS_SUCCESS) return s;
+  // NVIDIA documents BGRADA / BGRADB as the sum over k stored in the bias buffer, not whether alpha scales
+  // it: with alpha ≠ 1 the answer is unspecified, so the shim refuses rather than guess.
+  if ((e.bgrad_a || e.bgrad_b) && k.alpha != 1.0f) return CUBLAS_STATUS_NOT_SUPPORTED;
   const void* const pointers[4] = {A, B, C, D};
-  if (const cublasStatus_t s = check_algo(algo, pointers, workspace_bytes); s != CUBLAS_STATUS_SUCCESS) return s;
+  if (const cublasStatus_t s = check_algo(algo, pointers, workspace, workspace_bytes); s != CUBLAS_STATUS_SUCCESS)
+    return s;
+  fill_workspace(workspace, workspace_needed(algo, workspace_bytes));
   for (int64_t p = 0; p < d_desc->batch_count; ++p) run_batch(k, p);
   return CUBLAS_STATUS_SUCCESS;
 }

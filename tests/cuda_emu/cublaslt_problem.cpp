@@ -80,7 +80,9 @@ cublasStatus_t check_problem(const Desc* desc, const Layout* a, const Layout* b,
   if (const cublasStatus_t s = check_types(*desc, *a, *b, *c, *d); s != CUBLAS_STATUS_SUCCESS) return s;
   Epilogue e;
   epilogue_of(desc->epilogue, e);
-  if (e.uses_aux() && desc->aux_ld < static_cast<int64_t>(d->rows)) return CUBLAS_STATUS_INVALID_VALUE;
+  // cublasLt.h documents the GELU input matrix's leading dimension as a multiple of 8, no less than the rows.
+  if (e.uses_aux() && (desc->aux_ld < static_cast<int64_t>(d->rows) || desc->aux_ld % 8 != 0))
+    return CUBLAS_STATUS_INVALID_VALUE;
   return CUBLAS_STATUS_SUCCESS;
 }
 

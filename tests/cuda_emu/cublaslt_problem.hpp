@@ -23,7 +23,7 @@ struct Epilogue {
 bool epilogue_of(cublasLtEpilogue_t e, Epilogue& out);
 
 // SUCCESS; INVALID_VALUE for what the documentation forbids (a missing descriptor, a shape mismatch, an ld
-// below its rows, batch counts that differ, an aux ld below D's rows); NOT_SUPPORTED for a type or epilogue
+// below its rows, batch counts that differ, an aux ld below D's rows or not a multiple of 8); NOT_SUPPORTED for a type or epilogue
 // combination the shim does not have.
 cublasStatus_t check_problem(const cublasLtMatmulDescOpaque_t* desc, const cublasLtMatrixLayoutOpaque_t* a,
                              const cublasLtMatrixLayoutOpaque_t* b, const cublasLtMatrixLayoutOpaque_t* c,

@@ -1,9 +1,13 @@
 // tests/cuda_emu/lt_test_support.hpp — one emulated cuBLASLt matmul set up for a test
 // (test_cublaslt_emulated.cpp, test_cublaslt_errors.cpp): handle, descriptor, the four layouts of test
-// matrices (blas_test_support.hpp) with their batch attributes, the heuristic and the call.
+// matrices (blas_test_support.hpp) with their batch attributes, a workspace, the heuristic and the call.
 #pragma once
 #include <doctest/doctest.h>
 #include <cublasLt.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
 
 #include "blas_test_support.hpp"
 
@@ -23,6 +27,18 @@ inline cublasLtMatrixLayout_t layout(const Matrix& m) {
   return l;
 }
 
+// A 256-byte-aligned workspace (what cudaMalloc gives) of `bytes`, zeroed.
+struct Workspace {
+  size_t bytes;
+  std::unique_ptr<unsigned char, decltype(&std::free)> storage;
+  explicit Workspace(size_t n)
+      : bytes(n), storage(static_cast<unsigned char*>(std::aligned_alloc(256, (n + 255) / 256 * 256)), &std::free) {
+    REQUIRE(storage != nullptr);
+    std::memset(storage.get(), 0, bytes);
+  }
+  unsigned char* data() const { return storage.get(); }
+};
+
 // One matmul: the handle, descriptor and layouts of A, B, C, D, torn down at the end.
 struct Lt {
   const Matrix &a, &b, &c, &d;
@@ -30,6 +46,7 @@ struct Lt {
   cublasLtHandle_t handle = nullptr;
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t la, lb, lc, ld;
+  Workspace workspace{size_t{1} << 20};  // what run()'s heuristic is allowed
 
   Lt(const Matrix& a_, bool ta_, const Matrix& b_, bool tb_, const Matrix& c_, const Matrix& d_,
      cublasLtEpilogue_t epilogue, cublasComputeType_t compute = CUBLAS_COMPUTE_32F)
@@ -69,7 +86,7 @@ struct Lt {
     cublasLtMatmulHeuristicResult_t r{};
     if (const cublasStatus_t s = heuristic(r, 1 << 20, 256); s != CUBLAS_STATUS_SUCCESS) return s;
     return cublasLtMatmul(handle, desc, &alpha, a.data(), la, b.data(), lb, &beta, c_ptr ? c_ptr : c.data(), lc,
-                          d_ptr ? d_ptr : d.data(), ld, &r.algo, nullptr, 0, nullptr);
+                          d_ptr ? d_ptr : d.data(), ld, &r.algo, workspace.data(), workspace.bytes, nullptr);
   }
 };
 

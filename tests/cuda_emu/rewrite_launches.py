@@ -7,6 +7,8 @@
 #   __shared__ T a[n], b[m];  (static, at a line's start)  →  the same, then ::cuda_emu::poison_static_shared(&a, sizeof(a)); …
 #     on the same line (each block starts the objects as 0xFF bytes: launch.hpp)
 #   #include "runtime/exec/cuda/NAME.cuh"              →  #include "NAME.emu.cuh"  (the .cuh files are rewritten too)
+# Any other __shared__ in the code (say `static __shared__ float x;`, or one after a template line) stops the
+# script with FILE:LINE, so the 0xFF fill can never silently miss a declaration.
 # Usage: rewrite_launches.py INPUT.cu|INPUT.cuh OUTPUT
 import re
 import sys
@@ -99,6 +101,25 @@ def poison_static_shared(m):
     return f"{m.group(1)}{m.group(2)}; {calls}"
 
 
+# A comment or a string / character literal (a backslash escapes the next character in a literal).
+NOT_CODE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
+SHARED_TOKEN = re.compile(r"\b__shared__\b")
+
+
+def code_only(text):
+    """text with comments and literals blanked (newlines kept), so offsets and lines stay the same."""
+    return NOT_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+def unrewritten_shared_lines(text):
+    """Lines of text holding a __shared__ token in code that neither rewrite takes (the rewrites' own
+    matches, on the text as they see it)."""
+    taken = {m.start() + m.group(0).index("__shared__") for m in EXTERN_SHARED.finditer(text)}
+    taken |= {m.start(1) + m.group(1).index("__shared__") for m in STATIC_SHARED.finditer(text)}
+    code = code_only(text)
+    return [code.count("\n", 0, m.start()) + 1 for m in SHARED_TOKEN.finditer(code) if m.start() not in taken]
+
+
 KERNEL_HEADER = re.compile(r'#include "runtime/exec/cuda/(\w+)\.cuh"')
 
 
@@ -119,6 +140,11 @@ def main():
     source, output = sys.argv[1], sys.argv[2]
     with open(source, encoding="utf-8") as f:
         text = f.read()
+    missed = unrewritten_shared_lines(text)
+    if missed:
+        raise SystemExit("\n".join(
+            f"{source}:{line}: rewrite_launches: a __shared__ it does not rewrite (only `extern __shared__ T name[];` "
+            f"and a static `__shared__ T name…;` starting its line are)" for line in missed))
     with open(output, "w", encoding="utf-8") as f:
         f.write(f'#line 1 "{source}"\n' + rewrite(text))
 

@@ -17,7 +17,7 @@ using namespace blas_test;
 
 namespace {
 
-// GELU's tanh form in double, and its derivative (the shim's documented reading of cuBLASLt's GELU).
+// GELU's tanh form in double, and its derivative (the formula of cuBLASLt's epilogue table).
 double gelu(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (x + 0.044715 * x * x * x))); }
 double gelu_grad(double x) {
   const double s = std::sqrt(2 / std::numbers::pi), t = std::tanh(s * (x + 0.044715 * x * x * x));
@@ -132,15 +132,15 @@ TEST_CASE("emulated cublasLtMatmul: RELU_BIAS and GELU_BIAS") {
   }
 }
 
-TEST_CASE("emulated cublasLtMatmul: GELU_AUX_BIAS writes GELU's input to the aux matrix (ld above the rows)") {
+TEST_CASE("emulated cublasLtMatmul: GELU_AUX_BIAS writes GELU's input to the aux matrix (ld 8, above the rows)") {
   const Matrix a = make_a(CUDA_R_32F, true), b = make_b(CUDA_R_32F, true), c = make_c(CUDA_R_32F);
   Matrix bias(CUDA_R_32F, kM, 1, kM);
   bias.fill_pattern(2);
-  Matrix d(CUDA_R_32F, kM, kN, kM + 1), aux(CUDA_R_32F, kM, kN, kM + 4);
+  Matrix d(CUDA_R_32F, kM, kN, kM + 1), aux(CUDA_R_32F, kM, kN, 8);
   Lt lt(a, true, b, true, c, d, CUBLASLT_EPILOGUE_GELU_AUX_BIAS);
   lt.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias.data());
   lt.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux.data());
-  lt.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t{kM + 4});
+  lt.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t{8});
   REQUIRE(lt.run(1.0f, -1.0f) == CUBLAS_STATUS_SUCCESS);
   check_d(lt, d, 1.0f, -1.0f, [&](Expected e, int64_t, int64_t i, int64_t j) {
     const auto [x, tol] = plus_bias(e, bias.at(0, i, 0));
@@ -148,18 +148,18 @@ TEST_CASE("emulated cublasLtMatmul: GELU_AUX_BIAS writes GELU's input to the aux
     return Expected{gelu(x), 1.2 * tol + gelu_eval_bound(x)};
   });
   for (int64_t j = 0; j < kN; ++j)
-    for (int64_t i = kM; i < kM + 4; ++i) CHECK(std::isnan(aux.at(0, i, j)));  // aux padding untouched
+    for (int64_t i = kM; i < 8; ++i) CHECK(std::isnan(aux.at(0, i, j)));  // aux padding untouched
 }
 
 TEST_CASE("emulated cublasLtMatmul: DGELU_BGRAD multiplies by GELU'(aux) and writes the row sums") {
   const Matrix a = make_a(CUDA_R_32F, false), b = make_b(CUDA_R_32F, true), c = make_c(CUDA_R_32F);
-  Matrix aux(CUDA_R_32F, kM, kN, kM + 2);
+  Matrix aux(CUDA_R_32F, kM, kN, 16);
   aux.fill_pattern(5);
   Matrix d(CUDA_R_32F, kM, kN, kM + 1), bias(CUDA_R_32F, kM, 1, kM);
   Lt lt(a, false, b, true, c, d, CUBLASLT_EPILOGUE_DGELU_BGRAD);
   lt.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias.data());
   lt.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux.data());
-  lt.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t{kM + 2});
+  lt.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t{16});
   REQUIRE(lt.run(1.0f, 0.0f) == CUBLAS_STATUS_SUCCESS);
   std::vector<double> sums(kM, 0.0), sum_tols(kM, 0.0);
   check_d(lt, d, 1.0f, 0.0f, [&](Expected e, int64_t, int64_t i, int64_t j) {
@@ -174,7 +174,7 @@ TEST_CASE("emulated cublasLtMatmul: DGELU_BGRAD multiplies by GELU'(aux) and wri
   for (int64_t i = 0; i < kM; ++i) check_near(bias.at(0, i, 0), sums[i], sum_tols[i], CUDA_R_32F);
 }
 
-TEST_CASE("emulated cublasLtMatmul: BGRADA writes Σ_k op(A)(i, k), BGRADB Σ_k op(B)(k, j)") {
+TEST_CASE("emulated cublasLtMatmul: BGRADA writes Σ_k op(A)(i, k), BGRADB Σ_k op(B)(k, j); alpha ≠ 1 refused") {
   for (const bool t : {false, true}) {
     INFO("transposed=", t);
     const Matrix a = make_a(CUDA_R_32F, t), b = make_b(CUDA_R_32F, !t), c = make_c(CUDA_R_32F);
@@ -183,8 +183,11 @@ TEST_CASE("emulated cublasLtMatmul: BGRADA writes Σ_k op(A)(i, k), BGRADB Σ_k 
       Matrix d(CUDA_R_32F, kM, kN, kM + 1), bias(CUDA_R_32F, of_a ? kM : kN, 1, 8);
       Lt lt(a, t, b, !t, c, d, ep);
       lt.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias.data());
-      REQUIRE(lt.run(1.5f, 1.0f) == CUBLAS_STATUS_SUCCESS);
-      check_d(lt, d, 1.5f, 1.0f, plain);
+      CHECK(lt.run(1.5f, 1.0f) == CUBLAS_STATUS_NOT_SUPPORTED);  // alpha ≠ 1: NVIDIA leaves the vector's scale open
+      for (int64_t i = 0; i < d.ld * d.cols; ++i) CHECK(std::isnan(d.raw(i)));  // refused: D untouched
+      for (int64_t v = 0; v < 8; ++v) CHECK(std::isnan(bias.at(0, v, 0)));     // and the vector too
+      REQUIRE(lt.run(1.0f, 1.0f) == CUBLAS_STATUS_SUCCESS);
+      check_d(lt, d, 1.0f, 1.0f, plain);
       for (int64_t v = 0; v < (of_a ? kM : kN); ++v) {
         double want = 0, mag = 0;
         for (int64_t l = 0; l < kK; ++l) {
@@ -192,7 +195,7 @@ TEST_CASE("emulated cublasLtMatmul: BGRADA writes Σ_k op(A)(i, k), BGRADB Σ_k 
           want += x;
           mag += std::fabs(x);
         }
-        check_near(bias.at(0, v, 0), want, blas_test::gamma_bound(kK, mag), CUDA_R_32F);  // not scaled by alpha
+        check_near(bias.at(0, v, 0), want, blas_test::gamma_bound(kK, mag), CUDA_R_32F);
       }
       for (int64_t v = of_a ? kM : kN; v < 8; ++v) CHECK(std::isnan(bias.at(0, v, 0)));
     }

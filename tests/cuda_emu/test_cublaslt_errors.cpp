@@ -105,19 +105,26 @@ TEST_CASE("emulated cuBLASLt: combinations the shim does not have are NOT_SUPPOR
   CHECK(untouched(dbf));
 }
 
-TEST_CASE("emulated cuBLASLt: a missing bias or aux pointer, an aux ld below the rows are INVALID_VALUE") {
+TEST_CASE("emulated cuBLASLt: a missing bias or aux pointer, an aux ld below the rows or not a multiple of 8 are "
+          "INVALID_VALUE") {
   const Matrix a = make_a(CUDA_R_32F, false), b = make_b(CUDA_R_32F, false), c = make_c(CUDA_R_32F);
-  Matrix d(CUDA_R_32F, kM, kN, kM + 1), aux(CUDA_R_32F, kM, kN, kM), bias(CUDA_R_32F, kM, 1, kM);
+  Matrix d(CUDA_R_32F, kM, kN, kM + 1), aux(CUDA_R_32F, kM, kN, 16), bias(CUDA_R_32F, kM, 1, kM);
   CHECK(Lt(a, false, b, false, c, d, CUBLASLT_EPILOGUE_BIAS).run(1.0f, 0.0f) == CUBLAS_STATUS_INVALID_VALUE);
   CHECK(Lt(a, false, b, false, c, d, CUBLASLT_EPILOGUE_BGRADA).run(1.0f, 0.0f) == CUBLAS_STATUS_INVALID_VALUE);
   {
     Lt lt(a, false, b, false, c, d, CUBLASLT_EPILOGUE_GELU_AUX);
-    lt.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t{kM});
+    lt.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t{8});
     CHECK(lt.run(1.0f, 0.0f) == CUBLAS_STATUS_INVALID_VALUE);  // no aux pointer
+  }
+  for (const cublasLtEpilogue_t ep : {CUBLASLT_EPILOGUE_GELU_AUX, CUBLASLT_EPILOGUE_DGELU}) {
+    Lt lt(a, false, b, false, c, d, ep);
+    lt.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux.data());
+    lt.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t{12});  // ≥ the rows, but not a multiple of 8
+    CHECK(lt.run(1.0f, 0.0f) == CUBLAS_STATUS_INVALID_VALUE);
   }
   Lt lt(a, false, b, false, c, d, CUBLASLT_EPILOGUE_GELU_AUX);
   lt.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux.data());
-  lt.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t{kM - 1});
+  lt.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, int64_t{0});  // a multiple of 8, below the rows
   CHECK(lt.run(1.0f, 0.0f) == CUBLAS_STATUS_INVALID_VALUE);
   CHECK(untouched(d));
 }
@@ -130,11 +137,16 @@ TEST_CASE("emulated cuBLASLt: in place (C = D) with C's layout not D's is INVALI
   CHECK(untouched(d));
 }
 
-TEST_CASE("emulated cuBLASLt heuristic: one algorithm, needing no workspace; a made-up algorithm is refused") {
+TEST_CASE("emulated cuBLASLt heuristic: one algorithm, its workspace within the limit; a made-up one is refused") {
   const Matrix a = make_a(CUDA_R_32F, false), b = make_b(CUDA_R_32F, false), c = make_c(CUDA_R_32F);
   Matrix d(CUDA_R_32F, kM, kN, kM + 1);
   Lt lt(a, false, b, false, c, d, CUBLASLT_EPILOGUE_DEFAULT);
   cublasLtMatmulHeuristicResult_t r{};
+  // The shim's algorithm wants 1 MiB (cublaslt_matmul.cpp) and takes less when the limit is less.
+  REQUIRE(lt.heuristic(r, uint64_t{1} << 24, 256) == CUBLAS_STATUS_SUCCESS);
+  CHECK(r.workspaceSize == size_t{1} << 20);
+  REQUIRE(lt.heuristic(r, 4096, 256) == CUBLAS_STATUS_SUCCESS);
+  CHECK(r.workspaceSize == 4096);
   REQUIRE(lt.heuristic(r, 0, 256) == CUBLAS_STATUS_SUCCESS);  // a zero workspace limit still has the algorithm
   CHECK(r.workspaceSize == 0);
   CHECK(r.state == CUBLAS_STATUS_SUCCESS);
@@ -153,6 +165,8 @@ TEST_CASE("emulated cuBLASLt heuristic: one algorithm, needing no workspace; a m
   (void)cublasLtMatmulPreferenceDestroy(pref);
   CHECK(cublasLtMatmul(lt.handle, lt.desc, &one, a.data(), lt.la, b.data(), lt.lb, &zero, c.data(), lt.lc, d.data(),
                        lt.ld, nullptr, nullptr, 0, nullptr) == CUBLAS_STATUS_SUCCESS);  // null: the library picks
+  CHECK(cublasLtMatmul(lt.handle, lt.desc, &one, a.data(), lt.la, b.data(), lt.lb, &zero, c.data(), lt.lc, d.data(),
+                       lt.ld, &r.algo, nullptr, 0, nullptr) == CUBLAS_STATUS_SUCCESS);  // needs none: null is fine
 }
 
 TEST_CASE("emulated cuBLASLt: pointers less aligned than the heuristic was promised are INVALID_VALUE") {
@@ -164,11 +178,11 @@ TEST_CASE("emulated cuBLASLt: pointers less aligned than the heuristic was promi
   cublasLtMatmulHeuristicResult_t r{};
   REQUIRE(lt.heuristic(r, 1 << 20, 256) == CUBLAS_STATUS_SUCCESS);
   CHECK(cublasLtMatmul(lt.handle, lt.desc, &one, a.data(), lt.la, b.data(), lt.lb, &zero, c.data(), lt.lc, d4, lt.ld,
-                       &r.algo, nullptr, 0, nullptr) == CUBLAS_STATUS_INVALID_VALUE);
+                       &r.algo, lt.workspace.data(), lt.workspace.bytes, nullptr) == CUBLAS_STATUS_INVALID_VALUE);
   CHECK(untouched(d));
   REQUIRE(lt.heuristic(r, 1 << 20, 4) == CUBLAS_STATUS_SUCCESS);
   CHECK(cublasLtMatmul(lt.handle, lt.desc, &one, a.data(), lt.la, b.data(), lt.lb, &zero, c.data(), lt.lc, d4, lt.ld,
-                       &r.algo, nullptr, 0, nullptr) == CUBLAS_STATUS_SUCCESS);
+                       &r.algo, lt.workspace.data(), lt.workspace.bytes, nullptr) == CUBLAS_STATUS_SUCCESS);
   CHECK(!std::isnan(d4[0]));
 }
 
@@ -180,4 +194,45 @@ TEST_CASE("emulated cuBLASLt: a null handle is NOT_INITIALIZED") {
   CHECK(cublasLtMatmul(nullptr, lt.desc, &one, a.data(), lt.la, b.data(), lt.lb, &zero, c.data(), lt.lc, d.data(),
                        lt.ld, nullptr, nullptr, 0, nullptr) == CUBLAS_STATUS_NOT_INITIALIZED);
   CHECK(untouched(d));
+}
+
+TEST_CASE("emulated cuBLASLt: a workspace missing, misaligned or too small is INVALID_VALUE; the used one is 0xFF") {
+  const Matrix a = make_a(CUDA_R_32F, false), b = make_b(CUDA_R_32F, false), c = make_c(CUDA_R_32F);
+  Matrix d(CUDA_R_32F, kM, kN, kM + 1);
+  Lt lt(a, false, b, false, c, d, CUBLASLT_EPILOGUE_DEFAULT);
+  const size_t need = 4096;  // the heuristic's limit below, under the 1 MiB the algorithm wants
+  cublasLtMatmulHeuristicResult_t r{};
+  REQUIRE(lt.heuristic(r, need, 256) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(r.workspaceSize == need);
+  Workspace ws(need + 512);
+  const float one = 1.0f, zero = 0.0f;
+  const auto call = [&](void* w, size_t bytes) {
+    return cublasLtMatmul(lt.handle, lt.desc, &one, a.data(), lt.la, b.data(), lt.lb, &zero, c.data(), lt.lc,
+                          d.data(), lt.ld, &r.algo, w, bytes, nullptr);
+  };
+  CHECK(call(nullptr, need) == CUBLAS_STATUS_INVALID_VALUE);
+  CHECK(call(ws.data() + 128, need) == CUBLAS_STATUS_INVALID_VALUE);  // 128-byte aligned only
+  CHECK(call(ws.data(), need - 1) == CUBLAS_STATUS_INVALID_VALUE);
+  CHECK(untouched(d));
+  for (size_t i = 0; i < ws.bytes; ++i) REQUIRE(ws.data()[i] == 0);  // the refused calls wrote none of it
+  REQUIRE(call(ws.data(), ws.bytes) == CUBLAS_STATUS_SUCCESS);  // more than needed is fine
+  CHECK(!std::isnan(d.at(0, 0, 0)));
+  size_t filled = 0, beyond = 0;
+  for (size_t i = 0; i < ws.bytes; ++i) (i < need ? filled : beyond) += ws.data()[i] == 0xFF;
+  CHECK(filled == need);  // every byte it asked for, and nothing past it
+  CHECK(beyond == 0);
+}
+
+TEST_CASE("emulated cuBLASLt: a workspace aliasing an operand shows in D (the used workspace is overwritten)") {
+  const Matrix a = make_a(CUDA_R_32F, false), b = make_b(CUDA_R_32F, false), c = make_c(CUDA_R_32F);
+  Matrix d(CUDA_R_32F, kM, kN, kM + 1);
+  Lt lt(a, false, b, false, c, d, CUBLASLT_EPILOGUE_DEFAULT);
+  const size_t a_bytes = static_cast<size_t>(a.ld * a.cols) * sizeof(float);  // A (256-byte aligned) as workspace
+  cublasLtMatmulHeuristicResult_t r{};
+  REQUIRE(lt.heuristic(r, a_bytes, 256) == CUBLAS_STATUS_SUCCESS);
+  const float one = 1.0f, zero = 0.0f;
+  REQUIRE(cublasLtMatmul(lt.handle, lt.desc, &one, a.data(), lt.la, b.data(), lt.lb, &zero, c.data(), lt.lc,
+                         d.data(), lt.ld, &r.algo, a.data(), a_bytes, nullptr) == CUBLAS_STATUS_SUCCESS);
+  for (int64_t j = 0; j < kN; ++j)
+    for (int64_t i = 0; i < kM; ++i) CHECK(std::isnan(d.at(0, i, j)));  // A read as 0xFF bytes: NaN
 }
