@@ -17,6 +17,7 @@
 #include "emulated_kernels.hpp"
 #include "emulated_test_util.hpp"
 #include "runtime/exec/cpu_fused_attention.hpp"
+#include "tests/runtime/exec/attention_test_problem.hpp"  // defines: problem_of
 
 namespace {
 
@@ -29,7 +30,7 @@ constexpr cudaStream_t kStream = nullptr;
 struct Case {
   int64_t batch = 2, heads = 2, seq = 45, head_dim = 24;
   bool causal = false, padded = false;
-  double dropout_p = 0.0;
+  double dropout = 0.0;  // the name ptsim::test::problem_of reads
 };
 
 // Inputs, and each side's outputs.
@@ -38,20 +39,6 @@ struct Run {
   std::vector<int32_t> keep;
   std::vector<float> context, lse, dq, dk, dv;
 };
-
-ptsim::runtime::AttentionProblem problem_of(const Case& c) {
-  ptsim::runtime::AttentionProblem p;
-  p.batch_heads = c.batch * c.heads;
-  p.seq = c.seq;
-  p.head_dim = c.head_dim;
-  p.heads = c.heads;
-  p.scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
-  p.causal = c.causal;
-  p.has_mask = c.padded;
-  p.dropout_p = c.dropout_p;
-  p.dropout_key = cpu::dropout_key(5, 2, 0, 11);
-  return p;
-}
 
 Run inputs(const Case& c) {
   const size_t n = static_cast<size_t>(c.batch * c.heads * c.seq * c.head_dim);
@@ -66,7 +53,7 @@ Run inputs(const Case& c) {
 }
 
 void run_cpu(Run& r, const Case& c) {
-  const auto p = problem_of(c);
+  const auto p = ptsim::test::problem_of(c);
   const size_t n = r.q.size(), rows = static_cast<size_t>(p.batch_heads * p.seq);
   const int32_t* keep = c.padded ? r.keep.data() : nullptr;
   r.context.assign(n, 0.0f);
@@ -81,17 +68,8 @@ void run_cpu(Run& r, const Case& c) {
 
 // The kernels' backward reads the CPU's context and lse, so its comparison does not inherit the forward's.
 void run_emulated(Run& r, const Case& c, const Run& cpu_run) {
-  const auto p = problem_of(c);
-  emu::FusedAttentionArgs a;
-  a.batch_heads = p.batch_heads;
-  a.seq = p.seq;
-  a.head_dim = p.head_dim;
-  a.heads = p.heads;
-  a.scale = p.scale;
-  a.causal = p.causal;
-  a.keep = c.padded ? r.keep.data() : nullptr;
-  a.dropout_p = p.dropout_p;
-  a.dropout_key = p.dropout_key;
+  const auto p = ptsim::test::problem_of(c);
+  const emu::FusedAttentionArgs a = emu::fused_attention_args(p, c.padded ? r.keep.data() : nullptr);
   const size_t n = r.q.size(), rows = static_cast<size_t>(p.batch_heads * p.seq);
   r.context.assign(n, -7.0f);  // sentinels: an element no kernel writes shows
   r.lse.assign(rows, -7.0f);
@@ -107,7 +85,7 @@ void run_emulated(Run& r, const Case& c, const Run& cpu_run) {
 
 std::string describe(const Case& c) {
   return "d = " + std::to_string(c.head_dim) + (c.causal ? ", causal" : "") + (c.padded ? ", padded" : "") +
-         (c.dropout_p > 0 ? ", dropout" : "");
+         (c.dropout > 0 ? ", dropout" : "");
 }
 
 void compare(const Case& c) {
