@@ -68,6 +68,14 @@ inline void collective(const char* what, Op op, uint64_t a, uint64_t b = 0, uint
   ::cuda_emu::warp_collective(what, ::cuda_emu::signature_add(s, c));
 }
 
+// A fragment type's part of a signature: lanes must agree on the template arguments too.
+template <class Use, class T, class Layout>
+uint64_t type_code() {
+  return (std::is_same_v<Use, matrix_a> ? 1u : std::is_same_v<Use, matrix_b> ? 2u : 3u) |
+         (std::is_same_v<T, __half> ? 4u : std::is_same_v<T, __nv_bfloat16> ? 8u : 16u) |
+         (std::is_same_v<Layout, row_major> ? 32u : std::is_same_v<Layout, col_major> ? 64u : 128u);
+}
+
 // Element (r, c) of a 16×16 matrix stored row-major (r·ldm + c) or column-major (c·ldm + r).
 inline size_t at(bool rows, unsigned ldm, int r, int c) {
   return rows ? static_cast<size_t>(r) * ldm + c : static_cast<size_t>(c) * ldm + r;
@@ -78,7 +86,8 @@ inline size_t at(bool rows, unsigned ldm, int r, int c) {
 template <class Use, class T, class Layout>
 void load_matrix_sync(fragment<Use, 16, 16, 16, T, Layout>& f, const T* p, unsigned ldm) {
   static_assert(!std::is_same_v<Use, accumulator>, "an accumulator load takes a layout_t");
-  detail::collective("wmma::load_matrix_sync", detail::Op::load_ab, detail::address(p), ldm);
+  detail::collective("wmma::load_matrix_sync", detail::Op::load_ab, detail::address(p), ldm,
+                     detail::type_code<Use, T, Layout>());
   detail::check_memory("wmma::load_matrix_sync", p, ldm, sizeof(T));
   const bool rows = std::is_same_v<Layout, row_major>;
   for (int r = 0; r < 16; ++r)
@@ -106,7 +115,7 @@ template <class Use, class T, class Layout>
 void fill_fragment(fragment<Use, 16, 16, 16, T, Layout>& f, const T& value) {
   uint64_t bits = 0;
   std::memcpy(&bits, &value, sizeof(T));
-  detail::collective("wmma::fill_fragment", detail::Op::fill, bits);
+  detail::collective("wmma::fill_fragment", detail::Op::fill, bits, detail::type_code<Use, T, Layout>());
   for (T& x : f.emulated_tile) x = value;
 }
 
@@ -114,7 +123,8 @@ void fill_fragment(fragment<Use, 16, 16, 16, T, Layout>& f, const T& value) {
 template <class T, class ALayout, class BLayout>
 void mma_sync(fragment<accumulator, 16, 16, 16, float>& d, const fragment<matrix_a, 16, 16, 16, T, ALayout>& a,
               const fragment<matrix_b, 16, 16, 16, T, BLayout>& b, const fragment<accumulator, 16, 16, 16, float>& c) {
-  detail::collective("wmma::mma_sync", detail::Op::mma, 0);
+  detail::collective("wmma::mma_sync", detail::Op::mma, detail::type_code<matrix_a, T, ALayout>(),
+                     detail::type_code<matrix_b, T, BLayout>());
   float out[16 * 16];
   for (int r = 0; r < 16; ++r)
     for (int col = 0; col < 16; ++col) {
