@@ -11,6 +11,7 @@
 #include <Eigen/Core>
 #include <bit>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -27,13 +28,20 @@ namespace {
 
 using namespace ptsim::test::attention_tc;
 
+// 9 significant digits: enough to tell any two floats apart.
+std::string exact(float x) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.9g", static_cast<double>(x));
+  return buffer;
+}
+
 // Bit-for-bit equality of two fp32 vectors (NaN equal to the same NaN, −0 not equal to +0); names the first
 // difference.
 void check_bits(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i)
     if (std::bit_cast<uint32_t>(got[i]) != std::bit_cast<uint32_t>(want[i])) {
-      FAIL_CHECK(what << "[" << i << "]: emulated kernel " << sci(got[i]) << ", host tile algorithm " << sci(want[i]));
+      FAIL_CHECK(what << "[" << i << "]: emulated kernel " << exact(got[i]) << ", host tile algorithm " << exact(want[i]));
       return;
     }
 }
