@@ -11,6 +11,7 @@
 #include <Eigen/Core>
 #include <bit>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -27,13 +28,20 @@ namespace {
 
 using namespace ptsim::test::attention_tc;
 
+// 9 significant digits: enough to tell any two floats apart.
+std::string exact(float x) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.9g", static_cast<double>(x));
+  return buffer;
+}
+
 // Bit-for-bit equality of two fp32 vectors (NaN equal to the same NaN, −0 not equal to +0); names the first
 // difference.
 void check_bits(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i)
     if (std::bit_cast<uint32_t>(got[i]) != std::bit_cast<uint32_t>(want[i])) {
-      FAIL_CHECK(what << "[" << i << "]: emulated kernel " << got[i] << ", host tile algorithm " << want[i]);
+      FAIL_CHECK(what << "[" << i << "]: emulated kernel " << exact(got[i]) << ", host tile algorithm " << exact(want[i]));
       return;
     }
 }
@@ -162,6 +170,16 @@ TEST_CASE("emulated WMMA: col-major A, row-major B, a col-major accumulator, in 
                        doctest::Contains("not 256-bit (32-byte) aligned"), cuda_emu::KernelError);
   CHECK_THROWS_WITH_AS(cuda_emu::run_grid(dim3(1), dim3(32), 0, load_at(a, 20)),
                        doctest::Contains("ldm 20 elements is not a multiple of 16 bytes"), cuda_emu::KernelError);
+  // warp-collective: lane 5 loading another tile than lane 0, and lanes 16–31 not loading at all
+  CHECK_THROWS_WITH_AS(cuda_emu::run_grid(dim3(1), dim3(32), 0,
+                                          [&] { load_at(cuda_emu::current_linear_thread() == 5 ? b : a, 24)(); }),
+                       doctest::Contains("wmma::load_matrix_sync: lane 5 of warp 0 calls it with other arguments"),
+                       cuda_emu::KernelError);
+  CHECK_THROWS_WITH_AS(cuda_emu::run_grid(dim3(1), dim3(32), 0,
+                                          [&] {
+                                            if (cuda_emu::current_linear_thread() < 16) load_at(a, 24)();
+                                          }),
+                       doctest::Contains("lane 16 of its warp (thread 16) is returned"), cuda_emu::KernelError);
 }
 
 TEST_CASE_TEMPLATE("emulated tensor-core attention forward and backward equal the host tile algorithm's bits", E,
