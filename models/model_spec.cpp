@@ -40,6 +40,15 @@ std::vector<std::string> builtin_model_names() {
 
 namespace {
 
+// What a name could have been: the built-in models, or — when the data directory holds none (a data root that
+// moved or was deleted) — where they were looked for, instead of an empty list.
+std::string builtin_models_hint() {
+  const std::vector<std::string> names = builtin_model_names();
+  if (names.empty())
+    return fmt::format("no built-in models were found in {}: is PTSIM_ROOT the ptsim checkout?", models_directory());
+  return fmt::format("expected one of: {}", fmt::join(names, ", "));
+}
+
 void check_consistency(const ModelSpec& m, const std::string& source) {
   if (m.hidden_size % m.num_heads != 0)
     throw InputError(fmt::format("{}: hidden size {} is not divisible by the number of heads {} (expected hidden = heads × head_dim)",
@@ -135,9 +144,9 @@ ModelSpec load_model(const std::string& name_or_path) {
   if (!fs::exists(path)) {
     path = models_directory() + "/" + name_or_path + ".json";
     if (!fs::exists(path))
-      throw InputError(fmt::format("unknown model '{}': not a file and not a built-in model (expected one of: {}, "
-                                   "or a path to a model JSON / HuggingFace config.json)",
-                                   name_or_path, fmt::join(builtin_model_names(), ", ")));
+      throw InputError(fmt::format("unknown model '{}': not a file and not a built-in model ({}, or a path to a "
+                                   "model JSON / HuggingFace config.json)",
+                                   name_or_path, builtin_models_hint()));
   }
   Json j = core::load_json_file(path);
   return parse_model_json(path, j.dump());

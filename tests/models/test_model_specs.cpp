@@ -1,8 +1,10 @@
 // tests/models/test_model_specs.cpp — model files, HuggingFace configs and parameter counts.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 #include "core/error.hpp"
 #include "models/builder.hpp"
@@ -115,6 +117,21 @@ TEST_CASE("bad model files are errors that name the file and the field") {
   std::string broken = write_temp("broken.json", R"({"name": )");
   CHECK_THROWS_WITH_AS(load_model(broken), doctest::Contains("not valid JSON"), InputError);
   CHECK_THROWS_WITH_AS(load_model("no-such-model"), doctest::Contains("unknown model 'no-such-model'"), InputError);
+}
+
+// A data root without models (one that moved or was deleted under a running test): the message says where it
+// looked, not "expected one of: " with an empty list.
+TEST_CASE("an unknown model under a data root with no models says where the models were looked for") {
+  const std::filesystem::path empty_root = std::filesystem::temp_directory_path() / "ptsim_test_empty_root";
+  std::filesystem::create_directories(empty_root);
+  const char* old = std::getenv("PTSIM_ROOT");
+  const std::string saved = old ? old : "";
+  setenv("PTSIM_ROOT", empty_root.c_str(), 1);
+  const std::string where = "no built-in models were found in " + (empty_root / "models").string();
+  CHECK_THROWS_WITH_AS(load_model("bert-base"), doctest::Contains(where.c_str()), InputError);
+  if (old) setenv("PTSIM_ROOT", saved.c_str(), 1);
+  else unsetenv("PTSIM_ROOT");
+  CHECK_THROWS_WITH_AS(load_model("no-such-model"), doctest::Contains("expected one of: bert-base"), InputError);
 }
 
 TEST_CASE("the recipe's max-predictions default is data prepare's (core/mlm_defaults.hpp)") {
