@@ -85,11 +85,7 @@ Gradients run_emulated_backward(const Inputs& in, const BackwardInputs& b, const
   emu::launch_fused_attention_tc_backward(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), v.data(),
                                           out.data(), b.lse.data(), dtype_of<E>(), a, scratch.data(), nullptr);
   REQUIRE(cudaGetLastError() == cudaSuccess);
-  Gradients g;
-  g.dq = widened(dq);
-  g.dk = widened(dk);
-  g.dv = widened(dv);
-  return g;
+  return widened_gradients(dq, dk, dv);
 }
 
 // The emulated run of one case: forward and backward equal the host run's bits and are within the bound.

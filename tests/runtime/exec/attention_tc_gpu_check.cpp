@@ -93,11 +93,7 @@ Gradients run_device_backward(const Inputs& in, const BackwardInputs& b, const A
                     static_cast<void*>(gout), static_cast<void*>(gdq), static_cast<void*>(gdk),
                     static_cast<void*>(gdv), static_cast<void*>(glse), static_cast<void*>(gm), scratch})
     if (ptr != nullptr) check(cudaFree(ptr), "cudaFree");
-  Gradients g;
-  g.dq = widened(dq);
-  g.dk = widened(dk);
-  g.dv = widened(dv);
-  return g;
+  return widened_gradients(dq, dk, dv);
 }
 
 // Runs one case, forward and backward; returns whether both are within their bounds.

@@ -20,6 +20,15 @@ template <class E>
 std::vector<float> widened(const std::vector<E>& x) {
   return std::vector<float>(x.begin(), x.end());
 }
+// A backward's 16-bit dq, dk, dv widened to fp32 (exact).
+template <class E>
+Gradients widened_gradients(const std::vector<E>& dq, const std::vector<E>& dk, const std::vector<E>& dv) {
+  Gradients g;
+  g.dq = widened(dq);
+  g.dk = widened(dk);
+  g.dv = widened(dv);
+  return g;
+}
 
 // The forward through the host emulation: context and lse.
 template <class E>
@@ -50,11 +59,7 @@ Gradients run_host_backward(const Inputs& in, const BackwardInputs& b, const Att
   else
     tc::host_backward<E, 128>(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), v.data(),
                               out.data(), b.lse.data(), p.batch_heads, o);
-  Gradients g;
-  g.dq = widened(dq);
-  g.dk = widened(dk);
-  g.dv = widened(dv);
-  return g;
+  return widened_gradients(dq, dk, dv);
 }
 
 }  // namespace ptsim::test::attention_tc
