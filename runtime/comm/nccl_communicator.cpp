@@ -121,9 +121,13 @@ struct NcclCommunicator::State {
   std::vector<cudaEvent_t> requests;   // [request id]: recorded after the all-reduce; null once waited for
   std::vector<cudaEvent_t> unchecked;  // blocking-form all-reduces not yet seen finished
 
+  // ncclCommAbort freed the communicator: no NCCL call may be given it again.
+  void refuse_if_aborted(std::string_view what) const {
+    if (aborted) throw CommFailure(fmt::format("{}: the NCCL communicator was aborted by an earlier failure", what));
+  }
   // Bounded wait for NCCL's state (and `event`, if any); CommFailure after ncclCommAbort otherwise.
   void await(std::string_view what, cudaEvent_t event) {
-    if (aborted) throw CommFailure(fmt::format("{}: the NCCL communicator was aborted by an earlier failure", what));
+    refuse_if_aborted(what);
     NcclProbe probe(comm, event, &aborted);
     await_collective(probe, what, timeout);
   }
@@ -142,6 +146,7 @@ struct NcclCommunicator::State {
     unchecked.clear();
   }
   void enqueue_all_reduce(void* data, size_t count, ncclDataType_t type, cudaStream_t stream) {
+    refuse_if_aborted("ncclAllReduce");  // before the call: an aborted communicator is freed memory
     check_nccl(ncclAllReduce(data, data, count, type, ncclSum, comm, stream), "ncclAllReduce", comm);
     await("ncclAllReduce (enqueue)", nullptr);  // a non-blocking call must finish enqueueing before the next
   }

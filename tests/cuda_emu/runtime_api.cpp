@@ -1,15 +1,19 @@
 // tests/cuda_emu/runtime_api.cpp — the CUDA runtime API on the CPU (include/cuda_runtime_api.h): "device"
 // memory is host memory (256-byte aligned, as cudaMalloc's), every stream is the host thread (work runs when
 // it is enqueued, so synchronising is a no-op), an event records the host clock when recorded. The device
-// reports itself as one sm_80 GPU (A100's limits) so the backend's arch checks take their sm_80 paths.
+// reports itself as one sm_80 GPU (A100's limits) so the backend's arch checks take their sm_80 paths;
+// PTSIM_EMU_CUDA_DEVICES=N makes it N identical ones (all the same host memory), so N emulated NCCL ranks on one
+// node each find a device of their own (docs/cuda-emulation.md, "The NCCL shim").
 #include <cuda_runtime_api.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <map>
 #include <mutex>
-#include <set>
+#include <string>
 
 struct CUstream_st {};
 struct CUevent_st {
@@ -20,8 +24,9 @@ struct CUevent_st {
 namespace {
 
 std::mutex allocations_mutex;
-std::set<void*> allocations;              // what cudaMalloc gave and cudaFree has not taken back
+std::map<const void*, size_t> allocations;  // what cudaMalloc gave and cudaFree has not taken back: its bytes
 thread_local cudaError_t last_error = cudaSuccess;
+thread_local int current_device = 0;        // cudaSetDevice's, per host thread as in CUDA
 
 constexpr size_t kAlignment = 256;
 // The opt-in shared memory per block of the emulated device, compute capability 8.0 (an A100): 163 KiB
@@ -37,6 +42,26 @@ cudaError_t fail(cudaError_t e) {
   return e;
 }
 
+constexpr int kMaxEmulatedDevices = 64;
+// PTSIM_EMU_CUDA_DEVICES (1..64; default 1). Anything else stops the process: it is a test's setting, and a
+// silently different device count would make a rank-to-device test mean something else.
+int emulated_device_count() {
+  static const int count = [] {
+    const char* value = std::getenv("PTSIM_EMU_CUDA_DEVICES");
+    if (value == nullptr) return 1;
+    char* end = nullptr;
+    const long n = std::strtol(value, &end, 10);
+    if (end == value || *end != '\0' || n < 1 || n > kMaxEmulatedDevices) {
+      std::fprintf(stderr, "PTSIM_EMU_CUDA_DEVICES='%s': expected a device count in 1..%d (CUDA emulator)\n", value,
+                   kMaxEmulatedDevices);
+      std::exit(2);
+    }
+    return static_cast<int>(n);
+  }();
+  return count;
+}
+bool is_device(int device) { return device >= 0 && device < emulated_device_count(); }
+
 }  // namespace
 
 cudaError_t cudaMalloc(void** pointer, size_t bytes) {
@@ -45,7 +70,7 @@ cudaError_t cudaMalloc(void** pointer, size_t bytes) {
   void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
   if (p == nullptr) return fail(cudaErrorMemoryAllocation);
   std::lock_guard lock(allocations_mutex);
-  allocations.insert(p);
+  allocations.emplace(p, bytes);
   *pointer = p;
   return cudaSuccess;
 }
@@ -113,15 +138,20 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
 cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
 
 cudaError_t cudaGetDevice(int* device) {
-  *device = 0;
+  *device = current_device;
   return cudaSuccess;
 }
-cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : fail(cudaErrorInvalidDevice); }
+cudaError_t cudaSetDevice(int device) {
+  if (!is_device(device)) return fail(cudaErrorInvalidDevice);
+  current_device = device;
+  return cudaSuccess;
+}
 cudaError_t cudaGetDeviceCount(int* count) {
-  *count = 1;
+  *count = emulated_device_count();
   return cudaSuccess;
 }
-cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int) {
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device) {
+  if (!is_device(device)) return fail(cudaErrorInvalidDevice);
   switch (attribute) {
     case cudaDevAttrComputeCapabilityMajor: *value = 8; break;
     case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
@@ -134,7 +164,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int) {
   return cudaSuccess;
 }
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
-  if (device != 0) return fail(cudaErrorInvalidDevice);
+  if (!is_device(device)) return fail(cudaErrorInvalidDevice);
   *prop = cudaDeviceProp{};
   std::snprintf(prop->name, sizeof prop->name, "%s", kEmulatedDeviceName);
   prop->major = 8;
@@ -179,4 +209,12 @@ const char* cudaGetErrorString(cudaError_t error) {
 namespace cuda_emu {
 void set_last_error(cudaError_t error) { last_error = error; }
 size_t max_dynamic_shared_bytes() { return kMaxDynamicSharedOptin; }
+size_t device_bytes_from(const void* pointer) {
+  std::lock_guard lock(allocations_mutex);
+  auto after = allocations.upper_bound(pointer);  // the first allocation starting above `pointer`
+  if (after == allocations.begin()) return 0;
+  const auto& [start, bytes] = *std::prev(after);
+  const auto offset = static_cast<size_t>(static_cast<const char*>(pointer) - static_cast<const char*>(start));
+  return offset < bytes ? bytes - offset : 0;
+}
 }  // namespace cuda_emu

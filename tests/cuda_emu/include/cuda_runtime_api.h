@@ -61,4 +61,7 @@ namespace cuda_emu {
 void set_last_error(cudaError_t error);
 // The largest dynamic shared memory a launch may ask for (the device's opt-in maximum).
 size_t max_dynamic_shared_bytes();
+// How many bytes of one cudaMalloc allocation lie at and after `pointer` (0: not inside a live allocation, e.g.
+// host memory or freed). The emulated NCCL's buffer check (nccl_emulated.cpp).
+size_t device_bytes_from(const void* pointer);
 }  // namespace cuda_emu

@@ -2,8 +2,9 @@
 // against MPI's (MPI_Allreduce) on the same data, fp32 and fp64, over 1 rank (no MPI) and, under
 // `mpirun -np 2`, 2 ranks (one GPU each). With 1 or 2 ranks every sum is x or a + b, exact whatever the
 // algorithm, so NCCL must equal MPI to the bit (and 1 rank must return its input). Exit 77 (skipped) with
-// a message when there is no CUDA device, or fewer GPUs than ranks on the node. Not a doctest program:
-// a skip must be the process's exit code.
+// a message when there is no CUDA device, or fewer GPUs than ranks on the node (1, failed, under
+// PTSIM_REQUIRE_GPU=1: tests/support/gpu_skip.hpp). Not a doctest program: a skip must be the process's exit
+// code. Also built over the CUDA emulator and its NCCL shim (tests/cuda_emu, docs/cuda-emulation.md).
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -16,12 +17,11 @@
 #include "runtime/comm/local_device.hpp"
 #include "runtime/comm/mpi_communicator.hpp"
 #include "runtime/comm/nccl_communicator.hpp"
+#include "tests/support/gpu_skip.hpp"
 
 using namespace ptsim::runtime;
 
 namespace {
-
-constexpr int kSkip = 77;
 
 // Rank r's element i: a multiple of 1/4 below 2^12, so every sum over 2 ranks is exact in fp32 and fp64.
 template <class T>
@@ -54,7 +54,7 @@ int run() {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     fmt::print("skipped: no CUDA device (cudaGetDeviceCount)\n");
-    return kSkip;
+    return ptsim::test::gpu_test_skip_status();
   }
   NcclSetup setup;
   setup.timeout = std::chrono::milliseconds(120000);  // a healthy 2-rank all-reduce of 8 MB takes well under 1 s
@@ -69,7 +69,7 @@ int run() {
     mpi->all_reduce_sum(std::span<float>(&lacking, 1));  // every rank must agree to skip
     if (lacking > 0) {
       if (mpi->rank() == 0) fmt::print("skipped: fewer GPUs than ranks on a node ({} visible)\n", devices);
-      return kSkip;
+      return ptsim::test::gpu_test_skip_status();
     }
     setup.use_mpi = true;
   }

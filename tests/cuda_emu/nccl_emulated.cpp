@@ -1,0 +1,489 @@
+// tests/cuda_emu/nccl_emulated.cpp — the NCCL shim (include/nccl.h; docs/cuda-emulation.md, "The NCCL shim"):
+// communicators over MPI, one MPI process per emulated GPU (without MPI: one rank). Init and ncclAllReduce
+// exchange what every rank was given (unique id, rank, nranks; count, type, op) and refuse, on every rank,
+// what NCCL would hang or corrupt on; the sum is in NCCL rank order, each partial rounded to the element type.
+// A non-blocking call (config.blocking = 0) returns ncclInProgress and is carried forward by
+// ncclCommGetAsyncError, whose first poll after a call always reports ncclInProgress. Faults for tests:
+// PTSIM_EMU_NCCL_FAULT (nccl_emulated_fault.hpp). Single-threaded use only, like the rest of the emulator.
+#include <nccl.h>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#ifdef PTSIM_HAVE_MPI
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+#endif
+
+#include "nccl_emulated_fault.hpp"
+#include "nccl_emulated_sum.hpp"
+
+namespace {
+
+using cuda_emu::nccl::Fault;
+
+// ncclGetUniqueId's ids start with this, so an id that never came from it (a default ncclUniqueId{}, the
+// broadcast missing) is recognised.
+constexpr char kIdMagic[] = "ptsim cuda_emu NCCL id";
+constexpr unsigned kConfigMagic = 0xcafebeef;
+
+// One call's remaining work: steps run in order; a step that starts an MPI request returns ncclInProgress and
+// the next advance waits for the request before running the following step.
+struct Operation {
+  std::vector<std::function<ncclResult_t(ncclComm&)>> steps;
+  size_t next = 0;
+  bool hangs = false;  // PTSIM_EMU_NCCL_FAULT=hang: never finishes
+#ifdef PTSIM_HAVE_MPI
+  MPI_Request request = MPI_REQUEST_NULL;
+#endif
+  std::vector<char> mine, all;  // what this rank sends and what every rank sent (by MPI rank)
+};
+
+}  // namespace
+
+struct ncclComm {
+  int rank = 0, nranks = 1;
+  bool blocking = true;
+  bool finalized = false;
+  const char* dead = nullptr;      // "destroyed" or "aborted": any later use is refused
+  ncclResult_t failure = ncclSuccess;  // an asynchronous error: the communicator must be aborted
+  std::unique_ptr<Operation> op;   // the call in progress
+  bool fresh = false;              // a non-blocking call has not been polled yet
+  std::optional<Fault> fault;
+  int64_t all_reduces = 0;
+  std::vector<int> mpi_rank_of;    // [NCCL rank]: the MPI_COMM_WORLD rank that holds it (set by init)
+#ifdef PTSIM_HAVE_MPI
+  MPI_Comm mpi = MPI_COMM_NULL;    // a duplicate of MPI_COMM_WORLD: the shim's traffic never meets the caller's
+#endif
+};
+
+namespace {
+
+std::string last_error;                              // ncclGetLastError's: global, as NCCL's is
+std::vector<std::unique_ptr<ncclComm>> every_comm;   // never freed: a dead handle stays recognisable
+std::set<const ncclComm*> known_comms;
+
+template <class... Args>
+ncclResult_t fail(ncclResult_t result, fmt::format_string<Args...> text, Args&&... args) {
+  last_error = fmt::format(text, std::forward<Args>(args)...);
+  return result;
+}
+
+ncclResult_t check_handle(const ncclComm* comm, const char* call) {
+  if (comm == nullptr) return fail(ncclInvalidArgument, "{}: comm is NULL", call);
+  if (known_comms.count(comm) == 0)
+    return fail(ncclInvalidArgument, "{}: comm {} is not a communicator from ncclCommInitRankConfig", call,
+                static_cast<const void*>(comm));
+  if (comm->dead != nullptr)
+    return fail(ncclInvalidArgument, "{}: comm {} was {} (use after ncclComm{})", call, static_cast<const void*>(comm),
+                comm->dead, comm->dead[0] == 'd' ? "Destroy" : "Abort");
+  return ncclSuccess;
+}
+
+// What a new call on `comm` needs: a live communicator with no call in progress and no asynchronous error.
+ncclResult_t check_usable(const ncclComm* comm, const char* call) {
+  if (ncclResult_t r = check_handle(comm, call); r != ncclSuccess) return r;
+  if (comm->op != nullptr || comm->fresh)
+    return fail(ncclInvalidUsage, "{}: the previous non-blocking call on this communicator is still in progress "
+                "(poll ncclCommGetAsyncError until it is no longer ncclInProgress)", call);
+  if (comm->failure != ncclSuccess)
+    return fail(ncclInvalidUsage, "{}: the communicator has an asynchronous error ({}); it must be aborted", call,
+                ncclGetErrorString(comm->failure));
+  if (comm->finalized) return fail(ncclInvalidUsage, "{}: the communicator was finalized", call);
+  return ncclSuccess;
+}
+
+// Runs `comm`'s operation on as far as it goes; `wait`: blocks on MPI until it is done (a hang never is).
+ncclResult_t advance(ncclComm& comm, bool wait) {
+  Operation& op = *comm.op;
+  if (op.hangs) return ncclInProgress;
+  for (;;) {
+#ifdef PTSIM_HAVE_MPI
+    if (op.request != MPI_REQUEST_NULL) {
+      int done = 0;
+      const int rc = wait ? MPI_Wait(&op.request, MPI_STATUS_IGNORE) : MPI_Test(&op.request, &done, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS) {
+        comm.op.reset();
+        return fail(ncclSystemError, "the emulated NCCL's MPI transport failed (MPI error {})", rc);
+      }
+      if (!wait && !done) return ncclInProgress;
+    }
+#endif
+    if (op.next == op.steps.size()) {
+      comm.op.reset();
+      return ncclSuccess;
+    }
+    const ncclResult_t r = op.steps[op.next++](comm);
+    if (r != ncclSuccess && r != ncclInProgress) {
+      comm.op.reset();
+      return r;
+    }
+  }
+}
+
+// Starts `op` on `comm`: a blocking communicator runs it to its end (its error is the call's); a non-blocking
+// one returns ncclInProgress and leaves it to ncclCommGetAsyncError.
+ncclResult_t start(ncclComm& comm, std::unique_ptr<Operation> op) {
+  comm.op = std::move(op);
+  if (!comm.blocking) {
+    comm.fresh = true;
+    return ncclInProgress;
+  }
+  const ncclResult_t r = advance(comm, true);
+  if (r == ncclInProgress) return ncclSuccess;  // a hang: the call returns, its completion never comes
+  if (r != ncclSuccess) comm.failure = r;
+  return r;
+}
+
+#ifdef PTSIM_HAVE_MPI
+bool mpi_running() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized != 0 && finalized == 0;
+}
+
+// A step that gathers every rank's `op.mine` into `op.all` (all the same size).
+ncclResult_t start_allgather(ncclComm& comm, Operation& op) {
+  if (op.mine.size() > static_cast<size_t>(INT32_MAX))
+    return fail(ncclInvalidUsage, "the emulated NCCL moves at most 2 GiB per rank and call ({} bytes asked)",
+                op.mine.size());
+  op.all.resize(op.mine.size() * static_cast<size_t>(comm.nranks));
+  const int rc = MPI_Iallgather(op.mine.data(), static_cast<int>(op.mine.size()), MPI_BYTE, op.all.data(),
+                                static_cast<int>(op.mine.size()), MPI_BYTE, comm.mpi, &op.request);
+  if (rc != MPI_SUCCESS) return fail(ncclSystemError, "MPI_Iallgather failed (MPI error {})", rc);
+  return ncclInProgress;
+}
+#endif
+
+// --- ncclCommInitRankConfig -------------------------------------------------------------------------------
+
+struct InitRecord {
+  ncclUniqueId id;
+  int rank, nranks;
+};
+
+bool id_from_get_unique_id(const ncclUniqueId& id) { return std::memcmp(id.internal, kIdMagic, sizeof kIdMagic) == 0; }
+
+// Every rank's record (by MPI rank) against the others: the same id from ncclGetUniqueId, the same nranks, each
+// rank once. Fills comm.mpi_rank_of.
+ncclResult_t check_init_records(ncclComm& comm, const std::vector<InitRecord>& records) {
+  for (size_t m = 0; m < records.size(); ++m)
+    if (!id_from_get_unique_id(records[m].id))
+      return fail(ncclInvalidUsage, "ncclCommInitRankConfig: the unique id given to rank {} did not come from "
+                  "ncclGetUniqueId (was rank 0's id broadcast to every rank?)", records[m].rank);
+  for (size_t m = 1; m < records.size(); ++m) {
+    if (std::memcmp(&records[m].id, &records[0].id, sizeof(ncclUniqueId)) != 0)
+      return fail(ncclInvalidUsage, "ncclCommInitRankConfig: ranks {} and {} were given different unique ids (every "
+                  "rank must get the id rank 0's ncclGetUniqueId made: a missing broadcast?)", records[0].rank,
+                  records[m].rank);
+    if (records[m].nranks != records[0].nranks)
+      return fail(ncclInvalidUsage, "ncclCommInitRankConfig: rank {} was given nranks {}, rank {} nranks {}",
+                  records[0].rank, records[0].nranks, records[m].rank, records[m].nranks);
+  }
+  comm.mpi_rank_of.assign(static_cast<size_t>(comm.nranks), -1);
+  for (size_t m = 0; m < records.size(); ++m) {
+    int& holder = comm.mpi_rank_of[static_cast<size_t>(records[m].rank)];
+    if (holder >= 0)
+      return fail(ncclInvalidUsage, "ncclCommInitRankConfig: rank {} was given to two processes (MPI ranks {} and {})",
+                  records[m].rank, holder, m);
+    holder = static_cast<int>(m);
+  }
+  return ncclSuccess;
+}
+
+std::unique_ptr<Operation> init_operation(const ncclUniqueId& id) {
+  auto op = std::make_unique<Operation>();
+#ifdef PTSIM_HAVE_MPI
+  if (mpi_running()) {
+    Operation* o = op.get();
+    InitRecord mine{id, 0, 0};
+    op->steps.push_back([o](ncclComm& comm) {
+      const int rc = MPI_Comm_idup(MPI_COMM_WORLD, &comm.mpi, &o->request);
+      if (rc != MPI_SUCCESS) return fail(ncclSystemError, "MPI_Comm_idup failed (MPI error {})", rc);
+      return ncclInProgress;
+    });
+    op->steps.push_back([o, mine](ncclComm& comm) mutable {
+      mine.rank = comm.rank;
+      mine.nranks = comm.nranks;
+      o->mine.assign(reinterpret_cast<const char*>(&mine), reinterpret_cast<const char*>(&mine) + sizeof mine);
+      return start_allgather(comm, *o);
+    });
+    op->steps.push_back([o](ncclComm& comm) {
+      std::vector<InitRecord> records(static_cast<size_t>(comm.nranks));
+      std::memcpy(records.data(), o->all.data(), o->all.size());
+      return check_init_records(comm, records);
+    });
+    return op;
+  }
+#endif
+  op->steps.push_back([id](ncclComm& comm) {
+    return check_init_records(comm, {InitRecord{id, comm.rank, comm.nranks}});
+  });
+  return op;
+}
+
+// The world the shim runs in must be the communicator's: nranks MPI processes (or one process without MPI).
+ncclResult_t check_world(int nranks) {
+  int world = 1;
+#ifdef PTSIM_HAVE_MPI
+  if (mpi_running()) MPI_Comm_size(MPI_COMM_WORLD, &world);
+#endif
+  if (nranks != world)
+    return fail(ncclInvalidUsage, "ncclCommInitRankConfig: nranks {} but the emulated NCCL runs one rank per MPI "
+                "process and there are {} (MPI_COMM_WORLD; 1 without MPI)", nranks, world);
+  return ncclSuccess;
+}
+
+ncclResult_t blocking_from(const ncclConfig_t* config, bool& blocking) {
+  blocking = true;
+  if (config == nullptr) return ncclSuccess;
+  if (config->size != sizeof(ncclConfig_t) || config->magic != kConfigMagic)
+    return fail(ncclInvalidArgument, "ncclCommInitRankConfig: config was not initialised with NCCL_CONFIG_INITIALIZER "
+                "(size {}, magic {:#x})", config->size, config->magic);
+  if (config->blocking == NCCL_CONFIG_UNDEF_INT || config->blocking == 1) return ncclSuccess;
+  if (config->blocking != 0)
+    return fail(ncclInvalidArgument, "ncclCommInitRankConfig: config.blocking is {}; expected 0 or 1", config->blocking);
+  blocking = false;
+  return ncclSuccess;
+}
+
+// --- ncclAllReduce ----------------------------------------------------------------------------------------
+
+struct CallRecord {
+  uint64_t count;
+  int32_t type, op;
+};
+
+ncclResult_t check_buffer(const void* buffer, const char* name, size_t bytes) {
+  if (bytes == 0) return ncclSuccess;
+  const size_t held = cuda_emu::device_bytes_from(buffer);
+  if (held == 0)
+    return fail(ncclInvalidArgument, "ncclAllReduce: {} {} is not device memory (inside no emulated cudaMalloc "
+                "allocation)", name, buffer);
+  if (held < bytes)
+    return fail(ncclInvalidArgument, "ncclAllReduce: {} {} has {} bytes of its cudaMalloc allocation from there; "
+                "the all-reduce needs {}", name, buffer, held, bytes);
+  return ncclSuccess;
+}
+
+ncclResult_t check_call(const void* sendbuff, const void* recvbuff, size_t count, ncclDataType_t type, ncclRedOp_t op) {
+  if (op < 0 || op >= ncclNumOps) return fail(ncclInvalidArgument, "ncclAllReduce: invalid reduction op {}", int{op});
+  if (op != ncclSum)
+    return fail(ncclInvalidArgument, "ncclAllReduce: op {} is not emulated (the shim sums: ncclSum only)", int{op});
+  const size_t element = cuda_emu::nccl::element_bytes(type);
+  if (element == 0)
+    return fail(ncclInvalidArgument, "ncclAllReduce: datatype {} is not emulated (expected ncclFloat16, ncclBfloat16, "
+                "ncclFloat32 or ncclFloat64)", int{type});
+  if (ncclResult_t r = check_buffer(sendbuff, "sendbuff", count * element); r != ncclSuccess) return r;
+  return check_buffer(recvbuff, "recvbuff", count * element);
+}
+
+ncclResult_t check_call_records(const std::vector<CallRecord>& records, const std::vector<int>& mpi_rank_of) {
+  const CallRecord& first = records[static_cast<size_t>(mpi_rank_of[0])];
+  for (size_t r = 1; r < mpi_rank_of.size(); ++r) {
+    const CallRecord& other = records[static_cast<size_t>(mpi_rank_of[r])];
+    if (other.count != first.count || other.type != first.type || other.op != first.op)
+      return fail(ncclInvalidUsage, "ncclAllReduce: rank 0 called it with count {}, datatype {}, op {}; rank {} with "
+                  "count {}, datatype {}, op {}", first.count, first.type, first.op, r, other.count, other.type, other.op);
+  }
+  return ncclSuccess;
+}
+
+std::unique_ptr<Operation> all_reduce_operation(const void* sendbuff, void* recvbuff, size_t count,
+                                                ncclDataType_t type) {
+  auto op = std::make_unique<Operation>();
+  const size_t bytes = count * cuda_emu::nccl::element_bytes(type);
+#ifdef PTSIM_HAVE_MPI
+  if (mpi_running()) {
+    Operation* o = op.get();
+    op->steps.push_back([o, count, type](ncclComm& comm) {
+      const CallRecord mine{count, type, ncclSum};
+      o->mine.assign(reinterpret_cast<const char*>(&mine), reinterpret_cast<const char*>(&mine) + sizeof mine);
+      return start_allgather(comm, *o);
+    });
+    op->steps.push_back([o, sendbuff, bytes](ncclComm& comm) {
+      std::vector<CallRecord> records(static_cast<size_t>(comm.nranks));
+      std::memcpy(records.data(), o->all.data(), o->all.size());
+      if (ncclResult_t r = check_call_records(records, comm.mpi_rank_of); r != ncclSuccess) return r;
+      o->mine.assign(static_cast<const char*>(sendbuff), static_cast<const char*>(sendbuff) + bytes);
+      return start_allgather(comm, *o);
+    });
+    op->steps.push_back([o, recvbuff, count, type, bytes](ncclComm& comm) {
+      std::vector<const void*> by_nccl_rank;
+      for (int m : comm.mpi_rank_of) by_nccl_rank.push_back(o->all.data() + static_cast<size_t>(m) * bytes);
+      cuda_emu::nccl::sum_in_rank_order(by_nccl_rank, recvbuff, count, type);
+      return ncclSuccess;
+    });
+    return op;
+  }
+#endif
+  op->steps.push_back([sendbuff, recvbuff, count, type](ncclComm&) {
+    cuda_emu::nccl::sum_in_rank_order({sendbuff}, recvbuff, count, type);
+    return ncclSuccess;
+  });
+  return op;
+}
+
+// The fault of PTSIM_EMU_NCCL_FAULT, in place of an all-reduce: the call returns as a healthy one does (an
+// asynchronous error is reported by ncclCommGetAsyncError, in either mode), and nothing is sent.
+ncclResult_t inject(ncclComm& comm) {
+  if (comm.fault->kind == Fault::Kind::hang) {
+    auto never = std::make_unique<Operation>();
+    never->hangs = true;
+    return start(comm, std::move(never));
+  }
+  fail(ncclRemoteError, "emulated fault (PTSIM_EMU_NCCL_FAULT={}): rank {}'s ncclAllReduce #{} failed as if a peer's "
+       "connection closed", comm.fault->text, comm.rank, comm.all_reduces);
+  comm.failure = ncclRemoteError;
+  comm.fresh = !comm.blocking;
+  return comm.blocking ? ncclSuccess : ncclInProgress;
+}
+
+}  // namespace
+
+// --- the API ----------------------------------------------------------------------------------------------
+
+ncclResult_t ncclGetVersion(int* version) {
+  if (version == nullptr) return fail(ncclInvalidArgument, "ncclGetVersion: version is NULL");
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
+  if (id == nullptr) return fail(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
+  static uint64_t made = 0;  // with the address of a local and the clock: distinct per process and call
+  *id = ncclUniqueId{};
+  std::memcpy(id->internal, kIdMagic, sizeof kIdMagic);
+  const uint64_t parts[3] = {++made, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&made)),
+                             static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())};
+  std::memcpy(id->internal + sizeof kIdMagic, parts, sizeof parts);
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t* config) {
+  if (comm == nullptr) return fail(ncclInvalidArgument, "ncclCommInitRankConfig: comm is NULL");
+  if (nranks < 1) return fail(ncclInvalidArgument, "ncclCommInitRankConfig: nranks is {}; expected at least 1", nranks);
+  if (rank < 0 || rank >= nranks)
+    return fail(ncclInvalidArgument, "ncclCommInitRankConfig: rank {} is outside [0, nranks = {})", rank, nranks);
+  bool blocking = true;
+  if (ncclResult_t r = blocking_from(config, blocking); r != ncclSuccess) return r;
+  if (ncclResult_t r = check_world(nranks); r != ncclSuccess) return r;
+  std::optional<Fault> fault;
+  std::string why;
+  if (!cuda_emu::nccl::fault_from_env(fault, why)) return fail(ncclInvalidArgument, "{}", why);
+  auto made = std::make_unique<ncclComm>();
+  made->rank = rank;
+  made->nranks = nranks;
+  made->blocking = blocking;
+  made->fault = fault;
+  ncclComm& c = *made;
+  known_comms.insert(made.get());
+  every_comm.push_back(std::move(made));
+  *comm = &c;
+  return start(c, init_operation(id));
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
+  return ncclCommInitRankConfig(comm, nranks, id, rank, nullptr);
+}
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* async_error) {
+  if (ncclResult_t r = check_handle(comm, "ncclCommGetAsyncError"); r != ncclSuccess) return r;
+  if (async_error == nullptr) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
+  if (comm->fresh) {  // the first poll after a non-blocking call: still in progress, so the caller's loop runs
+    comm->fresh = false;
+    *async_error = ncclInProgress;
+    return ncclSuccess;
+  }
+  if (comm->op != nullptr) {
+    const ncclResult_t r = advance(*comm, false);
+    if (r == ncclInProgress) {
+      *async_error = ncclInProgress;
+      return ncclSuccess;
+    }
+    if (r != ncclSuccess) comm->failure = r;
+  }
+  *async_error = comm->failure;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t) {
+  if (ncclResult_t r = check_usable(comm, "ncclAllReduce"); r != ncclSuccess) return r;
+  if (ncclResult_t r = check_call(sendbuff, recvbuff, count, datatype, op); r != ncclSuccess) return r;
+  ++comm->all_reduces;
+  if (comm->fault && comm->fault->strikes(comm->rank, comm->all_reduces)) return inject(*comm);
+  return start(*comm, all_reduce_operation(sendbuff, recvbuff, count, datatype));
+}
+
+ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  if (ncclResult_t r = check_usable(comm, "ncclCommFinalize"); r != ncclSuccess) return r;
+  auto op = std::make_unique<Operation>();
+  op->steps.push_back([](ncclComm& c) {
+    c.finalized = true;
+    return ncclSuccess;
+  });
+  return start(*comm, std::move(op));
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  if (comm == nullptr) return ncclSuccess;
+  if (ncclResult_t r = check_handle(comm, "ncclCommDestroy"); r != ncclSuccess) return r;
+  if (comm->op != nullptr || comm->fresh)
+    return fail(ncclInvalidUsage, "ncclCommDestroy: a non-blocking call is still in progress (finish it, or "
+                "ncclCommAbort)");
+#ifdef PTSIM_HAVE_MPI
+  if (comm->mpi != MPI_COMM_NULL && mpi_running()) MPI_Comm_free(&comm->mpi);
+#endif
+  comm->dead = "destroyed";
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  if (comm == nullptr) return ncclSuccess;
+  if (ncclResult_t r = check_handle(comm, "ncclCommAbort"); r != ncclSuccess) return r;
+  comm->op.reset();  // an MPI request still pending is left to MPI (it cannot be cancelled)
+  comm->fresh = false;
+  comm->dead = "aborted";
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  if (ncclResult_t r = check_handle(comm, "ncclCommCount"); r != ncclSuccess) return r;
+  *count = comm->nranks;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  if (ncclResult_t r = check_handle(comm, "ncclCommUserRank"); r != ncclSuccess) return r;
+  *rank = comm->rank;
+  return ncclSuccess;
+}
+
+// NCCL's texts, without its "run with NCCL_DEBUG" hints: the shim's details are in ncclGetLastError.
+const char* ncclGetErrorString(ncclResult_t result) {
+  switch (result) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error";
+    case ncclSystemError: return "unhandled system error";
+    case ncclInternalError: return "internal error";
+    case ncclInvalidArgument: return "invalid argument";
+    case ncclInvalidUsage: return "invalid usage";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "unknown result code";
+  }
+}
+
+const char* ncclGetLastError(ncclComm_t) { return last_error.c_str(); }

@@ -1,0 +1,151 @@
+// tests/cuda_emu/test_nccl_communicator_emulated.cpp — NcclCommunicator (runtime/comm/nccl_communicator.cpp,
+// compiled over the NCCL shim: docs/cuda-emulation.md, "The NCCL shim") on one rank and the emulated CUDA
+// backend: setup with the non-blocking config and its polling, host and backend-span all-reduces (f32, f16,
+// bf16: one rank returns its input, to the bit), the refusals, and the failure paths — an injected async error
+// and a hang with a short timeout each throw CommFailure naming the cause within the deadline, and the
+// aborted communicator then refuses work and is destroyed without hanging. Two ranks: nccl_emulated_mpi_check.cpp.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "runtime/comm/comm_deadline.hpp"
+#include "runtime/comm/nccl_communicator.hpp"
+#include "runtime/exec/backend.hpp"
+#include "runtime/exec/cuda/cuda_backend.hpp"
+
+using namespace ptsim;
+using runtime::CommFailure;
+using runtime::NcclCommunicator;
+using runtime::NcclSetup;
+
+namespace {
+
+NcclSetup one_rank(std::chrono::milliseconds timeout = std::chrono::milliseconds(10000)) {
+  NcclSetup setup;
+  setup.timeout = timeout;
+  return setup;
+}
+
+// PTSIM_EMU_NCCL_FAULT for the communicators made in this scope (the shim reads it at init).
+struct FaultScope {
+  explicit FaultScope(const char* value) { ::setenv("PTSIM_EMU_NCCL_FAULT", value, 1); }
+  ~FaultScope() { ::unsetenv("PTSIM_EMU_NCCL_FAULT"); }
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The message of the CommFailure `f` throws ("" if it throws nothing; another exception fails the test).
+template <class F>
+std::string comm_failure_of(F&& f) {
+  try {
+    f();
+  } catch (const CommFailure& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("NcclCommunicator (emulated): one rank's setup and host all-reduces") {
+  NcclCommunicator nccl(one_rank());
+  CHECK(nccl.rank() == 0);
+  CHECK(nccl.size() == 1);
+  CHECK(nccl.device() == 0);
+  CHECK(NcclCommunicator::library_version() == "NCCL 2.28.9");  // the shim's NCCL_VERSION_CODE, 22809
+  std::vector<float> f{1.5f, -2.25f, 3.0f};
+  std::vector<double> d{0.1, 1e300, -7.0};
+  const auto f0 = f;
+  const auto d0 = d;
+  nccl.all_reduce_sum(std::span<float>(f));
+  nccl.all_reduce_sum(std::span<double>(d));
+  CHECK(f == f0);
+  CHECK(d == d0);
+  nccl.barrier();
+}
+
+TEST_CASE("NcclCommunicator (emulated): bucket all-reduces of f32, f16 and bf16 spans") {
+  NcclCommunicator nccl(one_rank());
+  auto backend = runtime::make_cuda_backend(runtime::ComputeType::f32);
+  const size_t n = 1001;
+  std::vector<uint16_t> bits(n);
+  for (size_t i = 0; i < n; ++i) bits[i] = static_cast<uint16_t>(0x3800 + 37 * i);
+  for (models::DType dtype : {models::DType::f16, models::DType::bf16}) {
+    CAPTURE(models::to_string(dtype));
+    const auto span = runtime::DeviceSpan::of(backend->allocate(n * 2));
+    backend->copy_to_device(span, bits.data());
+    const runtime::CommRequest request = nccl.start_all_reduce_sum(*backend, span, dtype, runtime::Stream{});
+    nccl.wait(request);
+    std::vector<uint16_t> got(n);
+    backend->copy_to_host(got.data(), span);
+    CHECK(got == bits);
+    backend->free(span.buffer);
+  }
+  std::vector<float> values(n);
+  for (size_t i = 0; i < n; ++i) values[i] = 0.001f * static_cast<float>(i);
+  const auto span = runtime::DeviceSpan::of(backend->allocate(n * 4));
+  backend->copy_to_device(span, values.data());
+  nccl.all_reduce_sum(*backend, span, runtime::ComputeType::f32, runtime::Stream{});  // checked at the barrier
+  nccl.barrier();
+  std::vector<float> got(n);
+  backend->copy_to_host(got.data(), span);
+  CHECK(got == values);
+  // Refusals: a span that is not whole elements, a dtype NCCL cannot sum, a backend that is not CUDA.
+  CHECK_THROWS_WITH_AS(nccl.start_all_reduce_sum(*backend, span.sub(0, 3), models::DType::f16, runtime::Stream{}),
+                       doctest::Contains("3 bytes is not a whole number of f16 elements"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(nccl.start_all_reduce_sum(*backend, span, models::DType::i32, runtime::Stream{}),
+                       doctest::Contains("cannot sum elements of dtype i32"), std::invalid_argument);
+  auto cpu = runtime::make_backend(runtime::BackendKind::cpu, runtime::ComputeType::f32, 1);
+  const auto cpu_span = runtime::DeviceSpan::of(cpu->allocate(16));
+  CHECK_THROWS_WITH_AS(nccl.start_all_reduce_sum(*cpu, cpu_span, models::DType::f32, runtime::Stream{}),
+                       doctest::Contains("is not a CUDA backend"), std::invalid_argument);
+  backend->free(span.buffer);
+}
+
+TEST_CASE("NcclCommunicator (emulated): an async error throws CommFailure with NCCL's text, then refuses work") {
+  FaultScope fault("async-error:0:2");
+  auto nccl = std::make_unique<NcclCommunicator>(one_rank());
+  float x = 1.0f;
+  nccl->all_reduce_sum(std::span<float>(&x, 1));  // the first is healthy
+  const auto start = std::chrono::steady_clock::now();
+  const std::string what = comm_failure_of([&] { nccl->all_reduce_sum(std::span<float>(&x, 1)); });
+  CHECK(seconds_since(start) < 5.0);  // an error is seen at the next poll, not at the 10 s deadline
+  CHECK(what.find("ncclAllReduce (enqueue) failed: remote process exited or there was a network error") !=
+        std::string::npos);
+  CHECK(what.find("PTSIM_EMU_NCCL_FAULT=async-error:0:2") != std::string::npos);
+  CHECK(what.find("communicator aborted") != std::string::npos);
+  CHECK(comm_failure_of([&] { nccl->barrier(); }).find("aborted by an earlier failure") != std::string::npos);
+  nccl.reset();  // after the abort: no finalize, no hang
+}
+
+TEST_CASE("NcclCommunicator (emulated): a hang ends at PTSIM_COMM_TIMEOUT_S's deadline with CommFailure") {
+  FaultScope fault("hang:0:1");
+  auto nccl = std::make_unique<NcclCommunicator>(one_rank(std::chrono::milliseconds(200)));
+  auto backend = runtime::make_cuda_backend(runtime::ComputeType::f32);
+  const auto span = runtime::DeviceSpan::of(backend->allocate(64));
+  const auto start = std::chrono::steady_clock::now();
+  const std::string what =
+      comm_failure_of([&] { nccl->start_all_reduce_sum(*backend, span, models::DType::bf16, runtime::Stream{}); });
+  const double took = seconds_since(start);
+  CHECK(took >= 0.2);  // not before the deadline
+  CHECK(took < 5.0);   // and not long after it (polls every 50 µs)
+  CHECK(what.find("did not finish within 0.200 s") != std::string::npos);
+  CHECK(what.find("PTSIM_COMM_TIMEOUT_S") != std::string::npos);
+  float x = 0.0f;
+  CHECK(comm_failure_of([&] { nccl->all_reduce_sum(std::span<float>(&x, 1)); }).find("aborted") != std::string::npos);
+  nccl.reset();
+  backend->free(span.buffer);
+}
+
+TEST_CASE("NcclCommunicator (emulated): a setup the shim refuses is a CommFailure naming the call") {
+  FaultScope fault("sometimes");
+  const std::string what = comm_failure_of([] { NcclCommunicator nccl(one_rank()); });
+  CHECK(what.find("ncclCommInitRankConfig failed: invalid argument: PTSIM_EMU_NCCL_FAULT='sometimes'") !=
+        std::string::npos);
+}
