@@ -275,7 +275,12 @@ void NcclCommunicator::wait(CommRequest request) {
                                        request.id));
   cudaEvent_t event = requests[id];
   requests[id] = nullptr;
-  state_->await("ncclAllReduce", event);
+  try {
+    state_->await("ncclAllReduce", event);
+  } catch (...) {
+    cudaEventDestroy(event);  // no longer in `requests`: the destructor would not see it
+    throw;
+  }
   cudaEventDestroy(event);
   if (std::all_of(requests.begin(), requests.end(), [](cudaEvent_t e) { return e == nullptr; })) requests.clear();
 }

@@ -26,6 +26,7 @@
 #endif
 
 #include "nccl_emulated_fault.hpp"
+#include "nccl_emulated_state.hpp"
 #include "nccl_emulated_sum.hpp"
 
 namespace {
@@ -351,6 +352,17 @@ ncclResult_t inject(ncclComm& comm) {
 }
 
 }  // namespace
+
+cuda_emu::nccl::CommunicatorCounts cuda_emu::nccl::communicator_counts() {
+  CommunicatorCounts counts;
+  for (const auto& comm : every_comm) {
+    if (comm->dead == nullptr) ++counts.live;
+    else if (std::strcmp(comm->dead, "aborted") == 0) ++counts.aborted;
+    else if (comm->finalized) ++counts.finalized_destroyed;
+    else ++counts.destroyed_unfinalized;
+  }
+  return counts;
+}
 
 // --- the API ----------------------------------------------------------------------------------------------
 

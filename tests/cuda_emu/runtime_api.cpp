@@ -114,12 +114,15 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
+int live_event_count = 0;  // created and not destroyed: cuda_emu::live_events()
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
   *event = new CUevent_st;
+  ++live_event_count;
   return cudaSuccess;
 }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) { return cudaEventCreate(event); }
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  if (event != nullptr) --live_event_count;
   delete event;
   return cudaSuccess;
 }
@@ -209,6 +212,7 @@ const char* cudaGetErrorString(cudaError_t error) {
 namespace cuda_emu {
 void set_last_error(cudaError_t error) { last_error = error; }
 size_t max_dynamic_shared_bytes() { return kMaxDynamicSharedOptin; }
+int live_events() { return live_event_count; }
 size_t device_bytes_from(const void* pointer) {
   std::lock_guard lock(allocations_mutex);
   auto after = allocations.upper_bound(pointer);  // the first allocation starting above `pointer`

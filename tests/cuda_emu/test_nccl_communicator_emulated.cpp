@@ -4,6 +4,7 @@
 // bf16: one rank returns its input, to the bit), the refusals, and the failure paths — an injected async error
 // and a hang with a short timeout each throw CommFailure naming the cause within the deadline, and the
 // aborted communicator then refuses work and is destroyed without hanging. Two ranks: nccl_emulated_mpi_check.cpp.
+#include <cuda_runtime_api.h>  // the emulator's: cuda_emu::live_events
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -16,6 +17,7 @@
 #include "runtime/comm/nccl_communicator.hpp"
 #include "runtime/exec/backend.hpp"
 #include "runtime/exec/cuda/cuda_backend.hpp"
+#include "nccl_emulated_state.hpp"
 
 using namespace ptsim;
 using runtime::CommFailure;
@@ -53,21 +55,30 @@ std::string comm_failure_of(F&& f) {
 
 }  // namespace
 
-TEST_CASE("NcclCommunicator (emulated): one rank's setup and host all-reduces") {
-  NcclCommunicator nccl(one_rank());
-  CHECK(nccl.rank() == 0);
-  CHECK(nccl.size() == 1);
-  CHECK(nccl.device() == 0);
-  CHECK(NcclCommunicator::library_version() == "NCCL 2.28.9");  // the shim's NCCL_VERSION_CODE, 22809
-  std::vector<float> f{1.5f, -2.25f, 3.0f};
-  std::vector<double> d{0.1, 1e300, -7.0};
-  const auto f0 = f;
-  const auto d0 = d;
-  nccl.all_reduce_sum(std::span<float>(f));
-  nccl.all_reduce_sum(std::span<double>(d));
-  CHECK(f == f0);
-  CHECK(d == d0);
-  nccl.barrier();
+TEST_CASE("NcclCommunicator (emulated): one rank's setup and host all-reduces; finalized and destroyed at the end") {
+  const auto before = cuda_emu::nccl::communicator_counts();
+  {
+    NcclCommunicator nccl(one_rank());
+    CHECK(cuda_emu::nccl::communicator_counts().live == before.live + 1);
+    CHECK(nccl.rank() == 0);
+    CHECK(nccl.size() == 1);
+    CHECK(nccl.device() == 0);
+    CHECK(NcclCommunicator::library_version() == "NCCL 2.28.9");  // the shim's NCCL_VERSION_CODE, 22809
+    std::vector<float> f{1.5f, -2.25f, 3.0f};
+    std::vector<double> d{0.1, 1e300, -7.0};
+    const auto f0 = f;
+    const auto d0 = d;
+    nccl.all_reduce_sum(std::span<float>(f));
+    nccl.all_reduce_sum(std::span<double>(d));
+    CHECK(f == f0);
+    CHECK(d == d0);
+    nccl.barrier();
+  }
+  const auto after = cuda_emu::nccl::communicator_counts();
+  CHECK(after.live == before.live);
+  CHECK(after.finalized_destroyed == before.finalized_destroyed + 1);  // the destructor's ncclCommFinalize, Destroy
+  CHECK(after.destroyed_unfinalized == before.destroyed_unfinalized);
+  CHECK(after.aborted == before.aborted);
 }
 
 TEST_CASE("NcclCommunicator (emulated): bucket all-reduces of f32, f16 and bf16 spans") {
@@ -110,6 +121,7 @@ TEST_CASE("NcclCommunicator (emulated): bucket all-reduces of f32, f16 and bf16 
 
 TEST_CASE("NcclCommunicator (emulated): an async error throws CommFailure with NCCL's text, then refuses work") {
   FaultScope fault("async-error:0:2");
+  const auto before = cuda_emu::nccl::communicator_counts();
   auto nccl = std::make_unique<NcclCommunicator>(one_rank());
   float x = 1.0f;
   nccl->all_reduce_sum(std::span<float>(&x, 1));  // the first is healthy
@@ -122,6 +134,10 @@ TEST_CASE("NcclCommunicator (emulated): an async error throws CommFailure with N
   CHECK(what.find("communicator aborted") != std::string::npos);
   CHECK(comm_failure_of([&] { nccl->barrier(); }).find("aborted by an earlier failure") != std::string::npos);
   nccl.reset();  // after the abort: no finalize, no hang
+  const auto after = cuda_emu::nccl::communicator_counts();
+  CHECK(after.live == before.live);
+  CHECK(after.aborted == before.aborted + 1);  // by the failure's probe, once; the destructor leaves it
+  CHECK(after.finalized_destroyed == before.finalized_destroyed);
 }
 
 TEST_CASE("NcclCommunicator (emulated): a hang ends at PTSIM_COMM_TIMEOUT_S's deadline with CommFailure") {
@@ -141,6 +157,23 @@ TEST_CASE("NcclCommunicator (emulated): a hang ends at PTSIM_COMM_TIMEOUT_S's de
   CHECK(comm_failure_of([&] { nccl->all_reduce_sum(std::span<float>(&x, 1)); }).find("aborted") != std::string::npos);
   nccl.reset();
   backend->free(span.buffer);
+}
+
+TEST_CASE("NcclCommunicator (emulated): waiting for a bucket after a failure throws and leaks no event") {
+  FaultScope fault("async-error:0:2");
+  const int events_before = cuda_emu::live_events();
+  {
+    NcclCommunicator nccl(one_rank());
+    auto backend = runtime::make_cuda_backend(runtime::ComputeType::f32);
+    const auto span = runtime::DeviceSpan::of(backend->allocate(64));
+    const runtime::CommRequest bucket = nccl.start_all_reduce_sum(*backend, span, models::DType::f32, runtime::Stream{});
+    float x = 0.0f;
+    CHECK(comm_failure_of([&] { nccl.all_reduce_sum(std::span<float>(&x, 1)); }).find("remote process") !=
+          std::string::npos);
+    CHECK(comm_failure_of([&] { nccl.wait(bucket); }).find("aborted by an earlier failure") != std::string::npos);
+    backend->free(span.buffer);
+  }
+  CHECK(cuda_emu::live_events() == events_before);  // the bucket's event too, though its wait threw
 }
 
 TEST_CASE("NcclCommunicator (emulated): a setup the shim refuses is a CommFailure naming the call") {

@@ -64,4 +64,6 @@ size_t max_dynamic_shared_bytes();
 // How many bytes of one cudaMalloc allocation lie at and after `pointer` (0: not inside a live allocation, e.g.
 // host memory or freed). The emulated NCCL's buffer check (nccl_emulated.cpp).
 size_t device_bytes_from(const void* pointer);
+// Events created (cudaEventCreate*) and not yet destroyed: a test's leak check.
+int live_events();
 }  // namespace cuda_emu
