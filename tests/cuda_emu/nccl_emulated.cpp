@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #ifdef PTSIM_HAVE_MPI
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
@@ -374,10 +376,10 @@ ncclResult_t ncclGetVersion(int* version) {
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
   if (id == nullptr) return fail(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
-  static uint64_t made = 0;  // with the address of a local and the clock: distinct per process and call
+  static uint64_t made = 0;  // with the process id and the clock: distinct per process and call
   *id = ncclUniqueId{};
   std::memcpy(id->internal, kIdMagic, sizeof kIdMagic);
-  const uint64_t parts[3] = {++made, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&made)),
+  const uint64_t parts[3] = {++made, static_cast<uint64_t>(::getpid()),
                              static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())};
   std::memcpy(id->internal + sizeof kIdMagic, parts, sizeof parts);
   return ncclSuccess;
