@@ -48,35 +48,45 @@ CommandResult train(Side side, const TinySetup& s, const std::string& precision,
   return run_command(std::string(PTSIM_EMULATED_BINARY) + " train --backend cuda" + flags);
 }
 
-std::vector<double> losses(const fs::path& metrics) {
-  std::vector<double> out;
-  for (const auto& line : read_jsonl(metrics)) out.push_back(line.at("loss").get<double>());
-  return out;
-}
-
-// The forward bound F of model_steps_check.hpp (rounding_bounds: √K·D·u for fp32 rounding, plus √D·u of the
-// 16-bit format) for the tiny model's graph as ptsim train builds it (micro-batch 4, seq 32, dropout on).
-double forward_bound(const TinySetup& s, const std::string& precision) {
+// model_steps_check.hpp's bounds (rounding_bounds: forward F = √K·D_fwd·u for fp32 rounding plus √D_fwd·u of the
+// 16-bit format; backward B likewise over D_fwd + D_bwd) for the tiny model's graph as ptsim train builds it
+// (micro-batch 4, seq 32, dropout on), read as bounds on what --metrics shows of a step:
+//   * the loss: relative ≤ F (model_steps_check.hpp's loss check);
+//   * grad_norm, ‖g‖₂ of the step's gradient: that file bounds ‖Δg‖₂ ≤ 3B·‖g‖₂ per parameter, so by the triangle
+//     inequality the whole norm moves by ≤ 3B relative. At init the logits are ~0 and the loss hardly moves with
+//     the weights (a GEMM off by 1e-3 moved it by ~1e-6), so the norm is the sharper check.
+struct StepBounds {
+  double loss = 0, grad_norm = 0;
+};
+StepBounds step_bounds(const TinySetup& s, const std::string& precision) {
   steps::ModelCase c{s.model, ptsim::models::load_model(s.model), kMicroBatch, kSeqLen};
   c.spec.vocab_size = s.vocab_size;
   c.dropout = true;
   const auto p = ptsim::models::parse_precision(precision, "precision");
   const auto g = ptsim::models::build_task_graph(c.spec, steps::recipe(c, p, ptsim::models::OptimizerKind::lamb));
-  return steps::rounding_bounds(g, c, p).forward;
+  const steps::Bounds b = steps::rounding_bounds(g, c, p);
+  return {b.forward, 3 * b.backward};
 }
 
-// Step k's loss on both sides: relative ≤ k·F (model_steps_check.hpp's reasoning for its 3-step losses, ≤ 3F:
-// each step's forward adds F, and the weights differ by the updates' differences, which the next forward
-// carries; here step k is the k-th forward of weights that have diverged for k − 1 updates).
-void check_losses_agree(const std::vector<double>& ref, const std::vector<double>& got, double bound,
-                        size_t first_step_index = 0) {
+// Step k's value on both sides within k × its one-step bound (model_steps_check.hpp's reasoning for its 3-step
+// losses, ≤ 3F: each step adds its own rounding, and the weights differ by the updates' differences, which the
+// next step carries; step k runs on weights that have diverged for k − 1 updates). fp16 steps skipped for an
+// overflow (grad_norm null) must be skipped on both sides.
+void check_steps_agree(const std::vector<ptsim::core::Json>& ref, const std::vector<ptsim::core::Json>& got,
+                       const StepBounds& bounds) {
   REQUIRE(ref.size() == got.size());
   for (size_t i = 0; i < ref.size(); ++i) {
-    const double k = static_cast<double>(first_step_index + i + 1);
-    const double rel = std::abs(got[i] - ref[i]) / std::abs(ref[i]);
-    CHECK_MESSAGE(rel <= k * bound, "step " << k << ": cpu " << ref[i] << ", emulated cuda " << got[i] << ", relative "
-                                            << rel << " > " << k << " × F = " << k * bound);
-    MESSAGE("step " << k << ": relative " << rel << " (bound " << k * bound << ")");
+    const double k = static_cast<double>(i + 1);
+    for (const auto& [key, bound] : {std::pair{std::string("loss"), bounds.loss}, std::pair{std::string("grad_norm"), bounds.grad_norm}}) {
+      CAPTURE(key);
+      REQUIRE(ref[i].at(key).is_null() == got[i].at(key).is_null());
+      if (ref[i].at(key).is_null()) continue;
+      const double r = ref[i].at(key).get<double>(), x = got[i].at(key).get<double>();
+      const double rel = std::abs(x - r) / std::abs(r);
+      CHECK_MESSAGE(rel <= k * bound, "step " << k << ": cpu " << r << ", emulated cuda " << x << ", relative " << rel
+                                              << " > " << k << " × " << bound);
+      MESSAGE("step " << k << " " << key << ": relative " << rel << " (bound " << k * bound << ")");
+    }
   }
 }
 
@@ -88,21 +98,21 @@ void check_same_run_on_both_sides(const TinySetup& s, const std::string& precisi
   REQUIRE_MESSAGE(emulated.exit_code == 0, emulated.output);
   // The emulated backend ran, not the real one (the progress header names the device).
   CHECK_MESSAGE(emulated.output.find("\n  backend cuda: GPU 0 (CUDA emulator") != std::string::npos, emulated.output);
-  const auto ref = losses(dir / "cpu.jsonl");
+  const auto ref = read_jsonl(dir / "cpu.jsonl");
   REQUIRE(ref.size() == static_cast<size_t>(kSteps));
-  check_losses_agree(ref, losses(dir / "cuda.jsonl"), forward_bound(s, precision));
+  check_steps_agree(ref, read_jsonl(dir / "cuda.jsonl"), step_bounds(s, precision));
 }
 
 }  // namespace
 
-TEST_CASE("ptsim_emulated train --backend cuda: BERT's per-step losses equal the CPU backend's within k·F") {
+TEST_CASE("ptsim_emulated train --backend cuda: BERT's per-step losses and gradient norms equal the CPU backend's within k × bound") {
   for (const std::string precision : {"fp32", "bf16", "fp16"}) {
     CAPTURE(precision);
     check_same_run_on_both_sides(bert_setup(), precision, "bert");
   }
 }
 
-TEST_CASE("ptsim_emulated train --backend cuda: GPT-2's per-step losses equal the CPU backend's within k·F") {
+TEST_CASE("ptsim_emulated train --backend cuda: GPT-2's per-step losses and gradient norms equal the CPU backend's within k × bound") {
   for (const std::string precision : {"fp32", "bf16"}) {
     CAPTURE(precision);
     check_same_run_on_both_sides(gpt2_setup(), precision, "gpt2");
@@ -111,12 +121,14 @@ TEST_CASE("ptsim_emulated train --backend cuda: GPT-2's per-step losses equal th
 
 // An emulated run stopped after step 2 and resumed: the straight emulated run's losses (==) and final tensors
 // (bytes), as the CPU backend promises (docs/training.md, "Resume"). fp16 too: the dynamic loss scale lives in
-// device memory there and is written back on resume.
+// device memory there and is written back on resume; --loss-scale-window 1 doubles it after every clean step,
+// so a resume that lost it would show in the metrics' loss_scale.
 void check_resume_repeats_straight_run(const std::string& precision) {
   const TinySetup& s = bert_setup();
   const fs::path dir = fresh_dir("ptsim_emulated_resume_" + precision);
+  const std::string window = precision == "fp16" ? " --loss-scale-window 1" : "";
   auto run = [&](const std::string& extra) {
-    const auto r = train(Side::emulated_cuda, s, precision, "--quiet " + extra);
+    const auto r = train(Side::emulated_cuda, s, precision, "--quiet " + extra + window);
     REQUIRE_MESSAGE(r.exit_code == 0, r.output);
   };
   run("--checkpoint-dir " + quote(dir / "straight") + " --metrics " + quote(dir / "a.jsonl"));
@@ -141,17 +153,17 @@ TEST_CASE("ptsim_emulated train --backend cuda fp16: --stop-after 2 then --resum
 }
 
 // A checkpoint written by one backend resumes on the other (docs/training.md, "Checkpoints": train on a GPU,
-// resume or inspect on a CPU, and the reverse): steps 3 and 4 continue within the bound of the whole run's
-// comparison (k·F at step k: the first two steps ran on the other backend).
-TEST_CASE("ptsim_emulated train: a cuda checkpoint resumes on the cpu backend and a cpu one on cuda") {
+// resume or inspect on a CPU, and the reverse): steps 3 and 4 continue within the bounds of the whole run's
+// comparison with the CPU's straight run (k × the one-step bounds at step k: the first two steps ran on the
+// other backend).
+void check_cross_resume(const std::string& precision) {
   const TinySetup& s = bert_setup();
-  const std::string precision = "bf16";
-  const fs::path dir = fresh_dir("ptsim_emulated_cross_resume");
+  const fs::path dir = fresh_dir("ptsim_emulated_cross_resume_" + precision);
   const auto straight = train(Side::cpu, s, precision, "--quiet --metrics " + quote(dir / "cpu.jsonl"));
   REQUIRE_MESSAGE(straight.exit_code == 0, straight.output);
-  const auto ref = losses(dir / "cpu.jsonl");
+  const auto ref = read_jsonl(dir / "cpu.jsonl");
   REQUIRE(ref.size() == static_cast<size_t>(kSteps));
-  const double bound = forward_bound(s, precision);
+  const StepBounds bounds = step_bounds(s, precision);
   for (const Side first : {Side::emulated_cuda, Side::cpu}) {
     const Side second = first == Side::cpu ? Side::emulated_cuda : Side::cpu;
     const std::string name = first == Side::cpu ? "cpu_then_cuda" : "cuda_then_cpu";
@@ -161,9 +173,16 @@ TEST_CASE("ptsim_emulated train: a cuda checkpoint resumes on the cpu backend an
     REQUIRE_MESSAGE(a.exit_code == 0, a.output);
     const auto b = train(second, s, precision, flags + " --resume");
     REQUIRE_MESSAGE(b.exit_code == 0, b.output);
-    const auto split = losses(dir / (name + ".jsonl"));
+    const auto split = read_jsonl(dir / (name + ".jsonl"));
     REQUIRE(split.size() == static_cast<size_t>(kSteps));
-    check_losses_agree(ref, split, bound);
+    check_steps_agree(ref, split, bounds);
+  }
+}
+
+TEST_CASE("ptsim_emulated train: a cuda checkpoint resumes on the cpu backend and a cpu one on cuda (fp32, bf16)") {
+  for (const std::string precision : {"fp32", "bf16"}) {
+    CAPTURE(precision);
+    check_cross_resume(precision);
   }
 }
 
