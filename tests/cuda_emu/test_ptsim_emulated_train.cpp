@@ -1,10 +1,11 @@
 // tests/cuda_emu/test_ptsim_emulated_train.cpp — `ptsim_emulated train --backend cuda` (the ptsim command over
 // the CUDA backend under the emulator, docs/cuda-emulation.md "ptsim_emulated") against `ptsim train --backend
 // cpu`, both binaries run as a user runs them, on the tiny BERT / GPT-2 and dataset of train_test_support.hpp:
-//   * per-step losses of the same run (4 steps, grad-accum 2, dropout 0.1, same seed: the masks come from the
-//     shared counter-based hash, so they are identical) agree within the model-step bound at fp32, bf16, fp16;
+//   * per-step losses and gradient norms of the same run (4 steps, grad-accum 2, dropout 0.1, same seed: the
+//     masks come from the shared counter-based hash, so they are identical) agree within model_steps_check.hpp's
+//     bounds at fp32, bf16, fp16 (BERT) and fp32, bf16 (GPT-2);
 //   * an emulated run stopped and resumed repeats the straight emulated run bit for bit; a checkpoint of one
-//     backend resumes on the other and continues within the same bound;
+//     backend resumes on the other and continues within the same bounds;
 //   * --op-times is a ptsim.op_times.v1 with the CPU run's ops, measured on "GPU 0 (CUDA emulator …)", and
 //     `ptsim calibrate measured` accepts it; --metrics lines have the CPU run's fields;
 //   * flags that do not apply to --backend cuda exit 2.
