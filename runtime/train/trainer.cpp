@@ -647,6 +647,13 @@ class Trainer {
                        s.growth_interval);
   }
 
+  // The device the run computes on, for the header and the op-times file: a GPU backend's "GPU <n> (<name>)"
+  // (a GPU run's times were measured on the GPU, not the host's CPU), else the CPU and its threads.
+  std::string device_description() const {
+    const std::optional<BackendMemory> gpu = backend_device_memory(c_.backend);
+    return gpu ? gpu->device : cpu_device_description(c_.threads);
+  }
+
   void print_header() {
     if (!progress_) return;
     const models::ModelSpec& m = graph_->model;
@@ -655,12 +662,14 @@ class Trainer {
                "  data {} {}\n"
                "  batch {} × accum {} × {} rank(s) = {} sequences/step; {} lr {} ({} schedule, warmup {}); {} steps; "
                "dropout {}; seed {}\n"
-               "  precision {}\n",
+               "  precision {}\n"
+               "  backend {}: {}\n",
                m.name, m.num_layers, m.hidden_size, m.num_heads, m.vocab_size,
                m.vocab_size != model_vocab_before_ ? fmt::format(", model file says {}", model_vocab_before_) : "",
                static_cast<double>(graph_->parameter_count()) / 1e6, c_.data_dir, loader_->describe(), c_.micro_batch, c_.grad_accum, world_,
                c_.micro_batch * c_.grad_accum * world_, models::to_string(c_.optimizer), c_.lr, to_string(c_.schedule),
-               c_.warmup, c_.steps, c_.dropout ? "on" : "off", c_.seed, precision_description());
+               c_.warmup, c_.steps, c_.dropout ? "on" : "off", c_.seed, precision_description(), to_string(c_.backend),
+               device_description());
     std::fflush(progress_);
   }
 
@@ -813,9 +822,7 @@ class Trainer {
     for (double& s : per_step) s /= n;
     models::OpTimesInfo info;
     info.source = "measured";
-    // A GPU run's times were measured on the GPU: name it ("GPU <n> (<name>)"), not the host's CPU.
-    const std::optional<BackendMemory> gpu = backend_device_memory(c_.backend);
-    info.device = gpu ? gpu->device : cpu_device_description(c_.threads);
+    info.device = device_description();
     info.step_seconds = measured_steps > 0 ? summary_.mean_step_seconds : 0;
     info.steps = measured_steps > 0 ? measured_steps : 1;
     if (measured_steps == 0) {

@@ -202,6 +202,19 @@ TEST_CASE("train: --op-times writes ptsim.op_times.v1 with one entry per graph o
   CHECK(sum > 0);
 }
 
+// The header names the backend and the device it computes on, the op-times file's device (a GPU run:
+// "backend cuda: GPU 0 (<name>)", tests/cuda_emu/test_ptsim_emulated_train.cpp), so a user sees what ran.
+TEST_CASE("train: the progress header names the backend and the op-times file's device") {
+  const TinySetup& s = setup();
+  const fs::path dir = fresh_dir("header_device");
+  const auto r = run_ptsim("train --model " + quote(s.model) + " --data " + quote(s.data) +
+                           " --threads 1 --steps 1 --micro-batch 2 --op-times " + quote(dir / "ops.json"));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  const std::string device = ptsim::core::load_json_file((dir / "ops.json").string()).at("device").get<std::string>();
+  CHECK(device.rfind("cpu", 0) == 0);
+  CHECK_MESSAGE(r.output.find("\n  backend cpu: " + device + "\n") != std::string::npos, r.output);
+}
+
 TEST_CASE("train: bad input exits 2 with a message naming the problem") {
   const TinySetup& s = setup();
   const fs::path dir = fresh_dir("bad");
