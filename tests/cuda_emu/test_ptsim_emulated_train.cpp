@@ -16,26 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "models/builder.hpp"
-#include "models/model_spec.hpp"
-#include "models/recipe.hpp"
-#include "tests/runtime/train/gpt2_test_support.hpp"
-#include "tests/runtime/train/model_steps_check.hpp"  // defines: rounding_bounds, ModelCase
+#include "tests/cuda_emu/ptsim_emulated_train_support.hpp"
 
 using namespace ptsim::test;
+using namespace ptsim::test::emulated_train;
 
 namespace {
-
-constexpr int kSteps = 4, kMicroBatch = 4, kGradAccum = 2, kSeqLen = 32;  // make_tiny_setup's --seq-len 32
-
-const TinySetup& bert_setup() {
-  static const TinySetup s = make_tiny_setup("ptsim_emulated_bert");
-  return s;
-}
-const TinySetup& gpt2_setup() {
-  static const TinySetup s = make_tiny_gpt2_setup("ptsim_emulated_gpt2");
-  return s;
-}
 
 enum class Side { cpu, emulated_cuda };
 
@@ -47,48 +33,6 @@ CommandResult train(Side side, const TinySetup& s, const std::string& precision,
                             " --grad-accum " + std::to_string(kGradAccum) + " --seed 11 --lr 1e-2 " + extra + " 2>&1";
   if (side == Side::cpu) return run_command(std::string(PTSIM_BINARY) + " train --backend cpu --threads 1" + flags);
   return run_command(std::string(PTSIM_EMULATED_BINARY) + " train --backend cuda" + flags);
-}
-
-// model_steps_check.hpp's bounds (rounding_bounds: forward F = √K·D_fwd·u for fp32 rounding plus √D_fwd·u of the
-// 16-bit format; backward B likewise over D_fwd + D_bwd) for the tiny model's graph as ptsim train builds it
-// (micro-batch 4, seq 32, dropout on), read as bounds on what --metrics shows of a step:
-//   * the loss: relative ≤ F (model_steps_check.hpp's loss check);
-//   * grad_norm, ‖g‖₂ of the step's gradient: that file bounds ‖Δg‖₂ ≤ 3B·‖g‖₂ per parameter, so by the triangle
-//     inequality the whole norm moves by ≤ 3B relative. At init the logits are ~0 and the loss hardly moves with
-//     the weights (a GEMM off by 1e-3 moved it by ~1e-6), so the norm is the sharper check.
-struct StepBounds {
-  double loss = 0, grad_norm = 0;
-};
-StepBounds step_bounds(const TinySetup& s, const std::string& precision) {
-  steps::ModelCase c{s.model, ptsim::models::load_model(s.model), kMicroBatch, kSeqLen};
-  c.spec.vocab_size = s.vocab_size;
-  c.dropout = true;
-  const auto p = ptsim::models::parse_precision(precision, "precision");
-  const auto g = ptsim::models::build_task_graph(c.spec, steps::recipe(c, p, ptsim::models::OptimizerKind::lamb));
-  const steps::Bounds b = steps::rounding_bounds(g, c, p);
-  return {b.forward, 3 * b.backward};
-}
-
-// Step k's value on both sides within k × its one-step bound (model_steps_check.hpp's reasoning for its 3-step
-// losses, ≤ 3F: each step adds its own rounding, and the weights differ by the updates' differences, which the
-// next step carries; step k runs on weights that have diverged for k − 1 updates). fp16 steps skipped for an
-// overflow (grad_norm null) must be skipped on both sides.
-void check_steps_agree(const std::vector<ptsim::core::Json>& ref, const std::vector<ptsim::core::Json>& got,
-                       const StepBounds& bounds) {
-  REQUIRE(ref.size() == got.size());
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double k = static_cast<double>(i + 1);
-    for (const auto& [key, bound] : {std::pair{std::string("loss"), bounds.loss}, std::pair{std::string("grad_norm"), bounds.grad_norm}}) {
-      CAPTURE(key);
-      REQUIRE(ref[i].at(key).is_null() == got[i].at(key).is_null());
-      if (ref[i].at(key).is_null()) continue;
-      const double r = ref[i].at(key).get<double>(), x = got[i].at(key).get<double>();
-      const double rel = std::abs(x - r) / std::abs(r);
-      CHECK_MESSAGE(rel <= k * bound, "step " << k << ": cpu " << r << ", emulated cuda " << x << ", relative " << rel
-                                              << " > " << k << " × " << bound);
-      MESSAGE("step " << k << " " << key << ": relative " << rel << " (bound " << k * bound << ")");
-    }
-  }
 }
 
 void check_same_run_on_both_sides(const TinySetup& s, const std::string& precision, const std::string& name) {
@@ -247,7 +191,7 @@ TEST_CASE("ptsim_emulated train --backend cuda: flags that do not apply exit 2")
   };
   const std::vector<Row> rows = {
       {"--threads 2", "--threads sets the cpu backend's compute threads"},
-      {"--comm nccl", "--comm nccl: this ptsim was built without NCCL"},
+      {"--comm nccl --bucket-mib 1", "--bucket-mib applies to data-parallel runs"},  // NCCL on one rank: no buckets
       {"--comm mpi", "--comm mpi needs an MPI launcher"},
       {"--no-comm-overlap", "--no-comm-overlap applies to data-parallel runs"},
       {"--precision fp8", "--precision fp8 is tensor-core math"},

@@ -1,0 +1,74 @@
+// tests/cuda_emu/ptsim_emulated_train_support.hpp — what the `ptsim_emulated train` tests share
+// (test_ptsim_emulated_train.cpp: one rank against the CPU backend; test_ptsim_emulated_nccl_train.cpp: two ranks
+// over the emulated NCCL against two over MPI): the run's shape, the tiny BERT / GPT-2 data, and the per-step
+// bounds a cuda run's losses and gradient norms must keep from the CPU backend's.
+#pragma once
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "models/builder.hpp"
+#include "models/model_spec.hpp"
+#include "models/recipe.hpp"
+#include "tests/runtime/train/gpt2_test_support.hpp"
+#include "tests/runtime/train/model_steps_check.hpp"  // defines: rounding_bounds, ModelCase
+
+namespace ptsim::test::emulated_train {
+
+constexpr int kSteps = 4, kMicroBatch = 4, kGradAccum = 2, kSeqLen = 32;  // make_tiny_setup's --seq-len 32
+
+inline const TinySetup& bert_setup() {
+  static const TinySetup s = make_tiny_setup("ptsim_emulated_bert");
+  return s;
+}
+inline const TinySetup& gpt2_setup() {
+  static const TinySetup s = make_tiny_gpt2_setup("ptsim_emulated_gpt2");
+  return s;
+}
+
+// model_steps_check.hpp's bounds (rounding_bounds: forward F = √K·D_fwd·u for fp32 rounding plus √D_fwd·u of the
+// 16-bit format; backward B likewise over D_fwd + D_bwd) for the tiny model's graph as ptsim train builds it
+// (micro-batch 4, seq 32, dropout on), read as bounds on what --metrics shows of a step:
+//   * the loss: relative ≤ F (model_steps_check.hpp's loss check);
+//   * grad_norm, ‖g‖₂ of the step's gradient: that file bounds ‖Δg‖₂ ≤ 3B·‖g‖₂ per parameter, so by the triangle
+//     inequality the whole norm moves by ≤ 3B relative. At init the logits are ~0 and the loss hardly moves with
+//     the weights (a GEMM off by 1e-3 moved it by ~1e-6), so the norm is the sharper check.
+struct StepBounds {
+  double loss = 0, grad_norm = 0;
+};
+inline StepBounds step_bounds(const TinySetup& s, const std::string& precision) {
+  steps::ModelCase c{s.model, ptsim::models::load_model(s.model), kMicroBatch, kSeqLen};
+  c.spec.vocab_size = s.vocab_size;
+  c.dropout = true;
+  const auto p = ptsim::models::parse_precision(precision, "precision");
+  const auto g = ptsim::models::build_task_graph(c.spec, steps::recipe(c, p, ptsim::models::OptimizerKind::lamb));
+  const steps::Bounds b = steps::rounding_bounds(g, c, p);
+  return {b.forward, 3 * b.backward};
+}
+
+// Step k's value on both sides within k × its one-step bound (model_steps_check.hpp's reasoning for its 3-step
+// losses, ≤ 3F: each step adds its own rounding, and the weights differ by the updates' differences, which the
+// next step carries; step k runs on weights that have diverged for k − 1 updates). fp16 steps skipped for an
+// overflow (grad_norm null) must be skipped on both sides.
+inline void check_steps_agree(const std::vector<ptsim::core::Json>& ref, const std::vector<ptsim::core::Json>& got,
+                              const StepBounds& bounds) {
+  REQUIRE(ref.size() == got.size());
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double k = static_cast<double>(i + 1);
+    for (const auto& [key, bound] : {std::pair{std::string("loss"), bounds.loss}, std::pair{std::string("grad_norm"), bounds.grad_norm}}) {
+      CAPTURE(key);
+      REQUIRE(ref[i].at(key).is_null() == got[i].at(key).is_null());
+      if (ref[i].at(key).is_null()) continue;
+      const double r = ref[i].at(key).get<double>(), x = got[i].at(key).get<double>();
+      const double rel = std::abs(x - r) / std::abs(r);
+      CHECK_MESSAGE(rel <= k * bound, "step " << k << ": cpu " << r << ", emulated cuda " << x << ", relative " << rel
+                                              << " > " << k << " × " << bound);
+      MESSAGE("step " << k << " " << key << ": relative " << rel << " (bound " << k * bound << ")");
+    }
+  }
+}
+
+}  // namespace ptsim::test::emulated_train
