@@ -191,9 +191,9 @@ class Searcher {
 
   double memory_bytes(const models::Recipe& r) {
     ++memory_plans_;
-    if (r.pipeline_parallel == 1) return sim::check_memory(cache_.graph(*model_, r)->plan, config_.gpu).needed_bytes;
-    const auto pipeline = cache_.pipeline(*model_, r);
-    return sim::check_memory(sim::worst_stage(pipeline->stages, config_.gpu).plan, config_.gpu).needed_bytes;
+    const auto summary = cache_.memory(*model_, r);  // totals only: the probe's graph may be evicted
+    if (r.pipeline_parallel == 1) return sim::check_memory(summary->plan, config_.gpu).needed_bytes;
+    return sim::check_memory(sim::worst_stage(summary->stages, config_.gpu).plan, config_.gpu).needed_bytes;
   }
 
   double compute_bound_seconds(const models::Recipe& r) {

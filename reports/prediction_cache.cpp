@@ -1,10 +1,11 @@
-// reports/prediction_cache.cpp — keyed, thread-safe memoisation of graph builds, memory plans, single-GPU
-// baselines and step simulations (see the header).
+// reports/prediction_cache.cpp — keyed, thread-safe, byte-bounded memoisation of graph builds, memory plans,
+// memory summaries, single-GPU baselines and step simulations (see the header).
 #include "reports/prediction_cache.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "reports/cache_bytes.hpp"
 #include "sim/pipeline_step.hpp"
 
 namespace ptsim::reports {
@@ -23,19 +24,23 @@ std::string graph_key(const models::ModelSpec& model, const models::Recipe& r) {
   return model_key(model) + "#" + recipe_key(model.name, r);
 }
 
-template <typename Map, typename Make>
-auto find_or_make(std::mutex& mutex, Map& map, const std::string& key, long& builds, long& hits, Make make) {
+// The cached value under `key`, or make() — computed outside the lock, so other keys proceed in parallel —
+// inserted with the bytes `size(value)` holds.
+template <typename Value, typename Make, typename Size>
+Value find_or_make(std::mutex& mutex, BoundedCache<Value>& cache, const std::string& key, long& builds, long& hits,
+                   Make make, Size size) {
   {
     std::lock_guard lock(mutex);
-    if (auto it = map.find(key); it != map.end()) {
+    if (auto found = cache.find(key)) {
       ++hits;
-      return it->second;
+      return *found;
     }
   }
-  auto value = make();  // outside the lock: other keys proceed in parallel
+  Value value = make();
+  const size_t bytes = size(value);
   std::lock_guard lock(mutex);
   ++builds;
-  return map.emplace(key, std::move(value)).first->second;
+  return cache.insert(key, std::move(value), bytes);
 }
 
 // Only what differs from data + tensor parallelism, so those keys stay as they were.
@@ -64,56 +69,105 @@ std::string recipe_key(const std::string& model, const models::Recipe& r) {
          parallelism_key(r);
 }
 
+PredictionCache::PredictionCache(const CacheLimits& limits)
+    : graphs_(limits.graph_bytes), memory_(limits.result_bytes), single_(limits.result_bytes),
+      steps_(limits.result_bytes) {}
+
 std::shared_ptr<const models::ModelSpec> PredictionCache::model(const std::string& name_or_path) {
-  long ignored_builds = 0, ignored_hits = 0;
-  return find_or_make(mutex_, models_, name_or_path, ignored_builds, ignored_hits,
-                      [&] { return std::make_shared<const models::ModelSpec>(models::load_model(name_or_path)); });
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = models_.find(name_or_path); it != models_.end()) return it->second;
+  }
+  auto spec = std::make_shared<const models::ModelSpec>(models::load_model(name_or_path));
+  std::lock_guard lock(mutex_);
+  return models_.emplace(name_or_path, std::move(spec)).first->second;  // a few models per sweep: not bounded
 }
 
 std::shared_ptr<const PlannedGraph> PredictionCache::graph(const models::ModelSpec& model, const models::Recipe& recipe) {
-  return find_or_make(mutex_, graphs_, graph_key(model, recipe), counts_.graph_builds, counts_.graph_hits, [&] {
-    auto g = std::make_shared<PlannedGraph>();
-    g->graph = models::build_task_graph(model, recipe);
-    g->plan = models::plan_memory(g->graph);
-    return std::shared_ptr<const PlannedGraph>(std::move(g));
-  });
+  const GraphEntry entry = find_or_make(
+      mutex_, graphs_, graph_key(model, recipe), counts_.graph_builds, counts_.graph_hits,
+      [&] {
+        auto g = std::make_shared<PlannedGraph>();
+        g->graph = models::build_task_graph(model, recipe);
+        g->plan = models::plan_memory(g->graph);
+        return GraphEntry{std::shared_ptr<const PlannedGraph>(std::move(g)), nullptr};
+      },
+      [](const GraphEntry& e) { return approximate_bytes(e.graph->graph) + approximate_bytes(e.graph->plan); });
+  return entry.graph;
 }
 
 std::shared_ptr<const PlannedPipeline> PredictionCache::pipeline(const models::ModelSpec& model,
                                                                  const models::Recipe& recipe) {
-  return find_or_make(mutex_, pipelines_, graph_key(model, recipe), counts_.graph_builds, counts_.graph_hits, [&] {
-    auto p = std::make_shared<PlannedPipeline>();
-    p->chunks = models::build_pipeline_graphs(model, recipe);
-    for (const auto& g : p->chunks) p->plans.push_back(models::plan_memory(g));
-    p->stages = sim::plan_pipeline_memory(p->plans, recipe);
-    return std::shared_ptr<const PlannedPipeline>(std::move(p));
-  });
+  const GraphEntry entry = find_or_make(
+      mutex_, graphs_, "pipeline:" + graph_key(model, recipe), counts_.graph_builds, counts_.graph_hits,
+      [&] {
+        auto p = std::make_shared<PlannedPipeline>();
+        p->chunks = models::build_pipeline_graphs(model, recipe);
+        for (const auto& g : p->chunks) p->plans.push_back(models::plan_memory(g));
+        p->stages = sim::plan_pipeline_memory(p->plans, recipe);
+        return GraphEntry{nullptr, std::shared_ptr<const PlannedPipeline>(std::move(p))};
+      },
+      [](const GraphEntry& e) {
+        size_t bytes = sizeof(PlannedPipeline) + approximate_bytes(e.pipeline->stages);
+        for (const auto& g : e.pipeline->chunks) bytes += approximate_bytes(g);
+        for (const auto& plan : e.pipeline->plans) bytes += approximate_bytes(plan);
+        return bytes;
+      });
+  return entry.pipeline;
+}
+
+std::shared_ptr<const MemorySummary> PredictionCache::memory(const models::ModelSpec& model,
+                                                             const models::Recipe& recipe) {
+  return find_or_make(
+      mutex_, memory_, graph_key(model, recipe), counts_.memory_summaries, counts_.memory_hits,
+      [&] {
+        auto summary = std::make_shared<MemorySummary>();
+        if (recipe.pipeline_parallel > 1) {
+          summary->stages = pipeline(model, recipe)->stages;
+        } else {
+          summary->plan = graph(model, recipe)->plan;
+          summary->plan.offset = {};
+          summary->plan.last_use = {};
+        }
+        return std::shared_ptr<const MemorySummary>(std::move(summary));
+      },
+      [](const std::shared_ptr<const MemorySummary>& m) { return sizeof(MemorySummary) + approximate_bytes(m->stages); });
 }
 
 sim::SingleDevicePrediction PredictionCache::single_device(const models::ModelSpec& model,
                                                            const models::Recipe& recipe,
                                                            const hwprofiles::GpuProfile& gpu) {
   long ignored_builds = 0, ignored_hits = 0;
-  return find_or_make(mutex_, single_, graph_key(model, recipe) + "@" + gpu.name + "/" + gpu.stack, ignored_builds, ignored_hits,
-                      [&] { return sim::predict_single_device(graph(model, recipe)->graph, gpu); });
+  return find_or_make(
+      mutex_, single_, graph_key(model, recipe) + "@" + gpu.name + "/" + gpu.stack, ignored_builds, ignored_hits,
+      [&] { return sim::predict_single_device(graph(model, recipe)->graph, gpu); },
+      [](const sim::SingleDevicePrediction& p) { return approximate_bytes(p); });
 }
 
 sim::StepSimulation PredictionCache::step(const models::ModelSpec& model, const models::Recipe& recipe,
                                           const sim::ClusterConfig& config) {
-  return find_or_make(mutex_, steps_, graph_key(model, recipe) + "@" + sim::cluster_key(config), counts_.step_simulations,
-                      counts_.step_hits, [&] { return sim::simulate_step(graph(model, recipe)->graph, config, false, &collectives_); });
+  return find_or_make(
+      mutex_, steps_, graph_key(model, recipe) + "@" + sim::cluster_key(config), counts_.step_simulations,
+      counts_.step_hits, [&] { return sim::simulate_step(graph(model, recipe)->graph, config, false, &collectives_); },
+      [](const sim::StepSimulation& s) { return approximate_bytes(s); });
 }
 
 sim::StepSimulation PredictionCache::pipeline_step(const models::ModelSpec& model, const models::Recipe& recipe,
                                                    const sim::ClusterConfig& config) {
-  return find_or_make(mutex_, steps_, graph_key(model, recipe) + "@" + sim::cluster_key(config), counts_.step_simulations,
-                      counts_.step_hits,
-                      [&] { return sim::simulate_pipeline_step(pipeline(model, recipe)->chunks, config, false, &collectives_); });
+  return find_or_make(
+      mutex_, steps_, graph_key(model, recipe) + "@" + sim::cluster_key(config), counts_.step_simulations,
+      counts_.step_hits,
+      [&] { return sim::simulate_pipeline_step(pipeline(model, recipe)->chunks, config, false, &collectives_); },
+      [](const sim::StepSimulation& s) { return approximate_bytes(s); });
 }
 
 PredictionCache::Counts PredictionCache::counts() const {
   std::lock_guard lock(mutex_);
-  return counts_;
+  Counts out = counts_;
+  out.graph_evictions = graphs_.evictions();
+  out.graph_entries = graphs_.size();
+  out.graph_bytes = graphs_.bytes();
+  return out;
 }
 
 }  // namespace ptsim::reports

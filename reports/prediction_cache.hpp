@@ -4,14 +4,18 @@
 // entry is a pure function of its key, so a cached prediction is the uncached one (to rounding: a reused
 // all-reduce duration is added to another start time; tests/reports/test_sweep.cpp checks 1e-9). Thread-safe: entries are computed
 // outside the lock; two threads that miss on the same key both compute it and the first insert wins.
-// Not here: eviction (a sweep's working set is small: graphs are shared by every cluster they run on).
+// Bounded: every kind of entry lives in a least-recently-used map with a byte budget (CacheLimits,
+// reports/bounded_cache.hpp); an evicted entry is computed again when asked, to the same value. The planner's
+// memory probes ask only for a graph's memory totals (memory()), which are kept apart and are small.
 #pragma once
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "hwprofiles/profiles.hpp"
+#include "reports/bounded_cache.hpp"
 #include "models/builder.hpp"
 #include "models/memory_plan.hpp"
 #include "models/model_spec.hpp"
@@ -34,14 +38,30 @@ struct PlannedPipeline {
   std::vector<sim::StageMemory> stages;
 };
 
+// What the planner's memory check needs of a recipe's graph: its memory plan's totals (no per-tensor
+// offsets) without pipelining; each stage's memory (totals) with it.
+struct MemorySummary {
+  models::MemoryPlan plan;
+  std::vector<sim::StageMemory> stages;
+};
+
+// The byte budget of each least-recently-used map (docs/sweep.md, "Memory"): resident memory stays below
+// their sum plus the entries callers hold at the moment (a few per thread).
+struct CacheLimits {
+  size_t graph_bytes = size_t{1} << 30;        // task graphs and pipelines with their memory plans
+  size_t result_bytes = size_t{64} << 20;      // each: memory summaries, single-GPU baselines, step simulations
+};
+
 // Everything a recipe's graph depends on, as text (the cache key; also handy in messages).
 std::string recipe_key(const std::string& model, const models::Recipe& recipe);
 
 class PredictionCache {
  public:
+  explicit PredictionCache(const CacheLimits& limits = {});
   std::shared_ptr<const models::ModelSpec> model(const std::string& name_or_path);
   std::shared_ptr<const PlannedGraph> graph(const models::ModelSpec& model, const models::Recipe& recipe);
   std::shared_ptr<const PlannedPipeline> pipeline(const models::ModelSpec& model, const models::Recipe& recipe);
+  std::shared_ptr<const MemorySummary> memory(const models::ModelSpec& model, const models::Recipe& recipe);
   sim::SingleDevicePrediction single_device(const models::ModelSpec& model, const models::Recipe& recipe,
                                             const hwprofiles::GpuProfile& gpu);
   sim::StepSimulation step(const models::ModelSpec& model, const models::Recipe& recipe,
@@ -51,16 +71,24 @@ class PredictionCache {
 
   struct Counts {
     long graph_builds = 0, graph_hits = 0, step_simulations = 0, step_hits = 0;
+    long memory_summaries = 0, memory_hits = 0;
+    long graph_evictions = 0;      // graphs and pipelines dropped for the budget
+    size_t graph_entries = 0, graph_bytes = 0;  // held now (estimated bytes, reports/cache_bytes.hpp)
   };
   Counts counts() const;
 
  private:
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<const models::ModelSpec>> models_;
-  std::map<std::string, std::shared_ptr<const PlannedGraph>> graphs_;
-  std::map<std::string, std::shared_ptr<const PlannedPipeline>> pipelines_;
-  std::map<std::string, sim::SingleDevicePrediction> single_;
-  std::map<std::string, sim::StepSimulation> steps_;
+  // Graphs and pipelines share one budget: a pipeline entry's key starts with "pipeline:".
+  struct GraphEntry {
+    std::shared_ptr<const PlannedGraph> graph;
+    std::shared_ptr<const PlannedPipeline> pipeline;
+  };
+  BoundedCache<GraphEntry> graphs_;
+  BoundedCache<std::shared_ptr<const MemorySummary>> memory_;
+  BoundedCache<sim::SingleDevicePrediction> single_;
+  BoundedCache<sim::StepSimulation> steps_;
   sim::CollectiveCache collectives_;  // algorithm choices and alone-on-network all-reduce durations
   Counts counts_;
 };
