@@ -5,7 +5,8 @@
 //                backend against a + b computed on the host (exact in double, rounded once to the type), bit
 //                for bit; then the shim's cross-rank refusals (an id that was not broadcast, rank 1 keeping
 //                ncclUniqueId{}, one NCCL rank in two processes, mismatched all-reduce counts), each seen on
-//                both ranks. Exit 0 when all agree.
+//                both ranks; then one rank alone calling wrongly (a bad config, type, op, a short buffer): both
+//                ranks refuse it within 10 s. Exit 0 when all agree.
 //   async-error  host all-reduces until one throws CommFailure (PTSIM_EMU_NCCL_FAULT makes one fail); the
 //   hang         failing rank prints "rank R: communication failed: ..." and calls MPI_Abort(1), as ptsim train
 //                does. Exit 0 only if nothing failed (run_nccl_fault_job.py expects a non-zero job).
@@ -19,6 +20,7 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -156,6 +158,67 @@ void check_shim_refusals(int rank) {
   cudaFree(x);
 }
 
+// Polls non-blocking `comm` until its call ends or 10 s pass (a refusal takes milliseconds; a rank left waiting
+// for a peer that already returned would take forever): the call's result, ncclInProgress if it never ended.
+ncclResult_t poll_for_result(ncclComm_t comm) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  ncclResult_t state = ncclInProgress;
+  while (state == ncclInProgress && std::chrono::steady_clock::now() < end)
+    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
+  return state;
+}
+
+ncclComm_t nonblocking_comm(const ncclUniqueId& id, int rank) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  ncclCommInitRankConfig(&comm, 2, id, rank, &config);
+  expect(poll_for_result(comm) == ncclSuccess, "a healthy non-blocking 2-rank init", rank);
+  return comm;
+}
+
+// Only MPI rank 1 calls ncclAllReduce wrongly (`bad`: its type, op or count); both ranks must get `result`, the
+// rank named and `text`, within the poll's 10 s.
+void expect_one_rank_refusal(const ncclUniqueId& id, int rank, ncclDataType_t type, ncclRedOp_t op, size_t count,
+                             const char* text) {
+  ncclComm_t comm = nonblocking_comm(id, rank);
+  float* x = nullptr;
+  cudaMalloc(&x, 8 * sizeof(float));
+  ncclAllReduce(x, x, rank == 1 ? count : 8, rank == 1 ? type : ncclFloat32, rank == 1 ? op : ncclSum, comm, nullptr);
+  const ncclResult_t r = poll_for_result(comm);
+  const std::string last = ncclGetLastError(nullptr);
+  expect(r == ncclInvalidArgument && last.find("(MPI rank 1's ncclAllReduce; refused on every rank)") != std::string::npos &&
+             last.find(text) != std::string::npos,
+         fmt::format("rank 1 alone calling with '{}': got {}: '{}'", text, int{r}, last), rank);
+  ncclCommAbort(comm);
+  cudaFree(x);
+}
+
+// Only MPI rank 1 passes a bad config (blocking = 2, refused on the spot); rank 0, non-blocking, must get the
+// refusal from its poll within 10 s.
+void expect_one_rank_init_refusal(const ncclUniqueId& id, int rank) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = rank == 1 ? 2 : 0;
+  ncclComm_t comm = nullptr;
+  const ncclResult_t started = ncclCommInitRankConfig(&comm, 2, id, rank, &config);
+  const ncclResult_t r = rank == 1 ? started : poll_for_result(comm);
+  const std::string last = ncclGetLastError(nullptr);
+  expect(r == ncclInvalidArgument && last.find("(MPI rank 1's ncclCommInitRankConfig; refused on every rank)") != std::string::npos &&
+             last.find("config.blocking is 2") != std::string::npos,
+         fmt::format("rank 1 alone with config.blocking 2: got {}: '{}'", int{r}, last), rank);
+  if (comm != nullptr) ncclCommAbort(comm);
+}
+
+void check_one_rank_refusals(int rank) {
+  ncclUniqueId shared;
+  if (rank == 0) ncclGetUniqueId(&shared);
+  MPI_Bcast(&shared, sizeof shared, MPI_BYTE, 0, MPI_COMM_WORLD);
+  expect_one_rank_init_refusal(shared, rank);
+  expect_one_rank_refusal(shared, rank, ncclInt32, ncclSum, 8, "datatype 2 is not emulated");
+  expect_one_rank_refusal(shared, rank, ncclFloat32, ncclMax, 8, "op 2 is not emulated");
+  expect_one_rank_refusal(shared, rank, ncclFloat32, ncclSum, 9, "the all-reduce needs 36");
+}
+
 int run_sums() {
   runtime::NcclSetup setup;
   setup.use_mpi = true;
@@ -168,6 +231,7 @@ int run_sums() {
   check_wide_sums<float>(nccl, *backend);
   check_wide_sums<double>(nccl, *backend);
   check_shim_refusals(nccl.rank());
+  check_one_rank_refusals(nccl.rank());
   nccl.barrier();
   if (failures == 0) fmt::print("rank {}: every emulated NCCL sum and refusal as expected\n", nccl.rank());
   return failures == 0 ? 0 : 1;
