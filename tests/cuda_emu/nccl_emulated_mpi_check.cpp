@@ -34,6 +34,7 @@
 #include "runtime/comm/nccl_communicator.hpp"
 #include "runtime/exec/backend.hpp"
 #include "runtime/exec/cuda/cuda_backend.hpp"
+#include "nccl_emulated_test_support.hpp"
 
 using namespace ptsim;
 
@@ -65,25 +66,6 @@ std::vector<uint16_t> rank_bits(int rank, size_t n, bool is_f16) {
   return v;
 }
 
-uint16_t sum16_on_host(uint16_t a, uint16_t b, bool is_f16) {
-  uint16_t out;
-  if (is_f16) {
-    __half x, y;
-    std::memcpy(static_cast<void*>(&x), &a, 2);
-    std::memcpy(static_cast<void*>(&y), &b, 2);
-    const __half s = __double2half(static_cast<double>(__half2float(x)) + static_cast<double>(__half2float(y)));
-    std::memcpy(&out, &s, 2);
-  } else {
-    __nv_bfloat16 x, y;
-    std::memcpy(static_cast<void*>(&x), &a, 2);
-    std::memcpy(static_cast<void*>(&y), &b, 2);
-    const double exact = static_cast<double>(__bfloat162float(x)) + static_cast<double>(__bfloat162float(y));
-    const __nv_bfloat16 s = __double2bfloat16(exact);
-    std::memcpy(&out, &s, 2);
-  }
-  return out;
-}
-
 void check_16bit_sums(runtime::NcclCommunicator& nccl, runtime::Backend& backend, models::DType dtype) {
   const bool is_f16 = dtype == models::DType::f16;
   const size_t n = 4099;
@@ -96,9 +78,9 @@ void check_16bit_sums(runtime::NcclCommunicator& nccl, runtime::Backend& backend
   backend.copy_to_host(got.data(), span);
   size_t wrong = 0;
   for (size_t i = 0; i < n; ++i)
-    if (got[i] != sum16_on_host(a[i], b[i], is_f16) && wrong++ < 3)
+    if (got[i] != cuda_emu::nccl::once_rounded_sum16(a[i], b[i], is_f16) && wrong++ < 3)
       fmt::print(stderr, "rank {}: {} element {}: {:#06x} + {:#06x} gave {:#06x}, the host's sum is {:#06x}\n",
-                 nccl.rank(), models::to_string(dtype), i, a[i], b[i], got[i], sum16_on_host(a[i], b[i], is_f16));
+                 nccl.rank(), models::to_string(dtype), i, a[i], b[i], got[i], cuda_emu::nccl::once_rounded_sum16(a[i], b[i], is_f16));
   expect(wrong == 0, fmt::format("{} bucket sum: {} of {} elements differ from the host's", models::to_string(dtype),
                                  wrong, n), nccl.rank());
   if (is_f16 && wrong == 0)
