@@ -8,8 +8,9 @@
 //                both ranks; then one rank alone calling wrongly (a bad config, type, op, a short buffer): both
 //                ranks refuse it within 10 s. Exit 0 when all agree.
 //   async-error  host all-reduces until one throws CommFailure (PTSIM_EMU_NCCL_FAULT makes one fail); the
-//   hang         failing rank prints "rank R: communication failed: ..." and calls MPI_Abort(1), as ptsim train
-//                does. Exit 0 only if nothing failed (run_nccl_fault_job.py expects a non-zero job).
+//   hang         failing rank prints "rank R: communication failed: ..." and how long that all-reduce ran, and
+//                calls MPI_Abort(1), as ptsim train does. Exit 0 only if nothing failed (run_nccl_fault_job.py
+//                expects a non-zero job).
 #include <cuda_runtime_api.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -227,10 +228,13 @@ int run_until_failure() {
   runtime::NcclCommunicator nccl(setup);
   for (int i = 0; i < 5; ++i) {
     float x = 1.0f;
+    const auto start = std::chrono::steady_clock::now();
     try {
       nccl.all_reduce_sum(std::span<float>(&x, 1));
     } catch (const runtime::CommFailure& e) {
+      const double ran_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       fmt::print(stderr, "rank {}: communication failed: {}\n", nccl.rank(), e.what());
+      fmt::print(stderr, "rank {}: the failing all-reduce ran {:.3f} s\n", nccl.rank(), ran_s);  // for the script
       std::fflush(stderr);
       runtime::MpiSession::abort(1);
     }
