@@ -1,7 +1,8 @@
 // tests/cuda_emu/nccl_emulated.cpp — the NCCL shim (include/nccl.h; docs/cuda-emulation.md, "The NCCL shim"):
 // communicators over MPI, one MPI process per emulated GPU (without MPI: one rank). Init and ncclAllReduce
 // exchange what every rank was given (unique id, rank, nranks; count, type, op) and refuse, on every rank,
-// what NCCL would hang or corrupt on; the sum is in NCCL rank order, each partial rounded to the element type.
+// what NCCL would hang or corrupt on; a rank's own bad arguments travel in that exchange too, so every rank
+// refuses them together. The sum is in NCCL rank order, each partial rounded to the element type.
 // A non-blocking call (config.blocking = 0) returns ncclInProgress and is carried forward by
 // ncclCommGetAsyncError, whose first poll after a call always reports ncclInProgress. Faults for tests:
 // PTSIM_EMU_NCCL_FAULT (nccl_emulated_fault.hpp). Single-threaded use only, like the rest of the emulator.
