@@ -367,7 +367,7 @@ ncclResult_t check_call_records(const std::vector<CallRecord>& records, const st
 
 // `refusal`: what check_call found; the call is gathered anyway, so every rank refuses it together.
 std::unique_ptr<Operation> all_reduce_operation(const void* sendbuff, void* recvbuff, size_t count,
-                                                ncclDataType_t type, ncclRedOp_t reduction,
+                                                ncclDataType_t type, [[maybe_unused]] ncclRedOp_t reduction,
                                                 const LocalRefusal& refusal) {
   auto op = std::make_unique<Operation>();
   Operation* o = op.get();
