@@ -1,7 +1,8 @@
 // tests/cuda_emu/nccl_emulated.cpp — the NCCL shim (include/nccl.h; docs/cuda-emulation.md, "The NCCL shim"):
 // communicators over MPI, one MPI process per emulated GPU (without MPI: one rank). Init and ncclAllReduce
 // exchange what every rank was given (unique id, rank, nranks; count, type, op) and refuse, on every rank,
-// what NCCL would hang or corrupt on; the sum is in NCCL rank order, each partial rounded to the element type.
+// what NCCL would hang or corrupt on; a rank's own bad arguments travel in that exchange too, so every rank
+// refuses them together. The sum is in NCCL rank order, each partial rounded to the element type.
 // A non-blocking call (config.blocking = 0) returns ncclInProgress and is carried forward by
 // ncclCommGetAsyncError, whose first poll after a call always reports ncclInProgress. Faults for tests:
 // PTSIM_EMU_NCCL_FAULT (nccl_emulated_fault.hpp). Single-threaded use only, like the rest of the emulator.
@@ -50,6 +51,14 @@ struct Operation {
   MPI_Request request = MPI_REQUEST_NULL;
 #endif
   std::vector<char> mine, all;  // what this rank sends and what every rank sent (by MPI rank)
+  bool refused = false;         // it ended in a refusal every rank made alike: the communicator stays usable
+};
+
+// What a rank found wrong with its own arguments. It travels in the rank's record, so that every rank refuses
+// the call together instead of the others waiting for a rank that already returned.
+struct LocalRefusal {
+  int32_t result = ncclSuccess;
+  char text[256] = {};
 };
 
 }  // namespace
@@ -61,7 +70,11 @@ struct ncclComm {
   const char* dead = nullptr;      // "destroyed" or "aborted": any later use is refused
   ncclResult_t failure = ncclSuccess;  // an asynchronous error: the communicator must be aborted
   std::unique_ptr<Operation> op;   // the call in progress
+  // Aborted calls: kept, never freed, because a pending MPI request may still write their buffers (MPI
+  // requests cannot be cancelled; a late peer completes them).
+  std::vector<std::unique_ptr<Operation>> abandoned;
   bool fresh = false;              // a non-blocking call has not been polled yet
+  bool last_refused = false;       // the last call that failed was refused alike on every rank
   std::optional<Fault> fault;
   int64_t all_reduces = 0;
   std::vector<int> mpi_rank_of;    // [NCCL rank]: the MPI_COMM_WORLD rank that holds it (set by init)
@@ -75,6 +88,14 @@ namespace {
 std::string last_error;                              // ncclGetLastError's: global, as NCCL's is
 std::vector<std::unique_ptr<ncclComm>> every_comm;   // never freed: a dead handle stays recognisable
 std::set<const ncclComm*> known_comms;
+
+// last_error as a refusal (`result` not ncclSuccess), or none.
+LocalRefusal refusal_from(ncclResult_t result) {
+  LocalRefusal refusal;
+  refusal.result = result;
+  if (result != ncclSuccess) std::strncpy(refusal.text, last_error.c_str(), sizeof refusal.text - 1);
+  return refusal;
+}
 
 template <class... Args>
 ncclResult_t fail(ncclResult_t result, fmt::format_string<Args...> text, Args&&... args) {
@@ -97,7 +118,7 @@ ncclResult_t check_handle(const ncclComm* comm, const char* call) {
 ncclResult_t check_usable(const ncclComm* comm, const char* call) {
   if (ncclResult_t r = check_handle(comm, call); r != ncclSuccess) return r;
   if (comm->op != nullptr || comm->fresh)
-    return fail(ncclInvalidUsage, "{}: the previous non-blocking call on this communicator is still in progress "
+    return fail(ncclInvalidUsage, "{}: the previous call on this communicator is still in progress "
                 "(poll ncclCommGetAsyncError until it is no longer ncclInProgress)", call);
   if (comm->failure != ncclSuccess)
     return fail(ncclInvalidUsage, "{}: the communicator has an asynchronous error ({}); it must be aborted", call,
@@ -128,6 +149,7 @@ ncclResult_t advance(ncclComm& comm, bool wait) {
     }
     const ncclResult_t r = op.steps[op.next++](comm);
     if (r != ncclSuccess && r != ncclInProgress) {
+      comm.last_refused = op.refused;
       comm.op.reset();
       return r;
     }
@@ -138,13 +160,14 @@ ncclResult_t advance(ncclComm& comm, bool wait) {
 // one returns ncclInProgress and leaves it to ncclCommGetAsyncError.
 ncclResult_t start(ncclComm& comm, std::unique_ptr<Operation> op) {
   comm.op = std::move(op);
+  comm.last_refused = false;
   if (!comm.blocking) {
     comm.fresh = true;
     return ncclInProgress;
   }
   const ncclResult_t r = advance(comm, true);
   if (r == ncclInProgress) return ncclSuccess;  // a hang: the call returns, its completion never comes
-  if (r != ncclSuccess) comm.failure = r;
+  if (r != ncclSuccess && !comm.last_refused) comm.failure = r;
   return r;
 }
 
@@ -161,7 +184,9 @@ ncclResult_t start_allgather(ncclComm& comm, Operation& op) {
   if (op.mine.size() > static_cast<size_t>(INT32_MAX))
     return fail(ncclInvalidUsage, "the emulated NCCL moves at most 2 GiB per rank and call ({} bytes asked)",
                 op.mine.size());
-  op.all.resize(op.mine.size() * static_cast<size_t>(comm.nranks));
+  int world = 1;  // not comm.nranks: init gathers before nranks is known to match the world
+  MPI_Comm_size(comm.mpi, &world);
+  op.all.resize(op.mine.size() * static_cast<size_t>(world));
   const int rc = MPI_Iallgather(op.mine.data(), static_cast<int>(op.mine.size()), MPI_BYTE, op.all.data(),
                                 static_cast<int>(op.mine.size()), MPI_BYTE, comm.mpi, &op.request);
   if (rc != MPI_SUCCESS) return fail(ncclSystemError, "MPI_Iallgather failed (MPI error {})", rc);
@@ -174,13 +199,30 @@ ncclResult_t start_allgather(ncclComm& comm, Operation& op) {
 struct InitRecord {
   ncclUniqueId id;
   int rank, nranks;
+  LocalRefusal refusal;
 };
+
+// Any rank's local refusal, as every rank's error, naming the rank (records by MPI rank).
+template <class Record>
+ncclResult_t check_refusals(const std::vector<Record>& records, const char* call, Operation& op) {
+  for (size_t m = 0; m < records.size(); ++m) {
+    const LocalRefusal& refusal = records[m].refusal;
+    if (refusal.result == ncclSuccess) continue;
+    op.refused = true;
+    return fail(static_cast<ncclResult_t>(refusal.result), "{} (MPI rank {}'s {}; refused on every rank)",
+                refusal.text, m, call);
+  }
+  return ncclSuccess;
+}
 
 bool id_from_get_unique_id(const ncclUniqueId& id) { return std::memcmp(id.internal, kIdMagic, sizeof kIdMagic) == 0; }
 
 // Every rank's record (by MPI rank) against the others: the same id from ncclGetUniqueId, the same nranks, each
 // rank once. Fills comm.mpi_rank_of.
 ncclResult_t check_init_records(ncclComm& comm, const std::vector<InitRecord>& records) {
+  if (records.size() != static_cast<size_t>(comm.nranks))  // a rank with another nranks refused it locally
+    return fail(ncclInvalidUsage, "ncclCommInitRankConfig: nranks {} but there are {} MPI processes", comm.nranks,
+                records.size());
   for (size_t m = 0; m < records.size(); ++m)
     if (!id_from_get_unique_id(records[m].id))
       return fail(ncclInvalidUsage, "ncclCommInitRankConfig: the unique id given to rank {} did not come from "
@@ -205,12 +247,12 @@ ncclResult_t check_init_records(ncclComm& comm, const std::vector<InitRecord>& r
   return ncclSuccess;
 }
 
-std::unique_ptr<Operation> init_operation(const ncclUniqueId& id) {
+std::unique_ptr<Operation> init_operation(const ncclUniqueId& id, const LocalRefusal& refusal) {
   auto op = std::make_unique<Operation>();
+  Operation* o = op.get();
 #ifdef PTSIM_HAVE_MPI
   if (mpi_running()) {
-    Operation* o = op.get();
-    InitRecord mine{id, 0, 0};
+    InitRecord mine{id, 0, 0, refusal};
     op->steps.push_back([o](ncclComm& comm) {
       const int rc = MPI_Comm_idup(MPI_COMM_WORLD, &comm.mpi, &o->request);
       if (rc != MPI_SUCCESS) return fail(ncclSystemError, "MPI_Comm_idup failed (MPI error {})", rc);
@@ -223,15 +265,18 @@ std::unique_ptr<Operation> init_operation(const ncclUniqueId& id) {
       return start_allgather(comm, *o);
     });
     op->steps.push_back([o](ncclComm& comm) {
-      std::vector<InitRecord> records(static_cast<size_t>(comm.nranks));
+      std::vector<InitRecord> records(o->all.size() / sizeof(InitRecord));
       std::memcpy(records.data(), o->all.data(), o->all.size());
+      if (ncclResult_t r = check_refusals(records, "ncclCommInitRankConfig", *o); r != ncclSuccess) return r;
       return check_init_records(comm, records);
     });
     return op;
   }
 #endif
-  op->steps.push_back([id](ncclComm& comm) {
-    return check_init_records(comm, {InitRecord{id, comm.rank, comm.nranks}});
+  op->steps.push_back([o, id, refusal](ncclComm& comm) {
+    const std::vector<InitRecord> records{InitRecord{id, comm.rank, comm.nranks, refusal}};
+    if (ncclResult_t r = check_refusals(records, "ncclCommInitRankConfig", *o); r != ncclSuccess) return r;
+    return check_init_records(comm, records);
   });
   return op;
 }
@@ -261,11 +306,28 @@ ncclResult_t blocking_from(const ncclConfig_t* config, bool& blocking) {
   return ncclSuccess;
 }
 
+// Everything init can check on this rank alone, in order; the first failure is the rank's refusal.
+ncclResult_t check_init_arguments(int nranks, int rank, const ncclConfig_t* config, bool& blocking,
+                                  std::optional<Fault>& fault) {
+  if (nranks < 1) return fail(ncclInvalidArgument, "ncclCommInitRankConfig: nranks is {}; expected at least 1", nranks);
+  if (rank < 0 || rank >= nranks)
+    return fail(ncclInvalidArgument, "ncclCommInitRankConfig: rank {} is outside [0, nranks = {})", rank, nranks);
+  if (ncclResult_t r = blocking_from(config, blocking); r != ncclSuccess) return r;
+  if (ncclResult_t r = check_world(nranks); r != ncclSuccess) return r;
+  std::string why;
+  if (!cuda_emu::nccl::fault_from_env(fault, why)) return fail(ncclInvalidArgument, "{}", why);
+  if (fault && fault->rank >= nranks)
+    return fail(ncclInvalidArgument, "PTSIM_EMU_NCCL_FAULT={} names NCCL rank {}, but the communicator has ranks 0 "
+                "to {}: the fault would never fire", fault->text, fault->rank, nranks - 1);
+  return ncclSuccess;
+}
+
 // --- ncclAllReduce ----------------------------------------------------------------------------------------
 
 struct CallRecord {
   uint64_t count;
   int32_t type, op;
+  LocalRefusal refusal;
 };
 
 ncclResult_t check_buffer(const void* buffer, const char* name, size_t bytes) {
@@ -303,21 +365,24 @@ ncclResult_t check_call_records(const std::vector<CallRecord>& records, const st
   return ncclSuccess;
 }
 
+// `refusal`: what check_call found; the call is gathered anyway, so every rank refuses it together.
 std::unique_ptr<Operation> all_reduce_operation(const void* sendbuff, void* recvbuff, size_t count,
-                                                ncclDataType_t type) {
+                                                ncclDataType_t type, [[maybe_unused]] ncclRedOp_t reduction,
+                                                const LocalRefusal& refusal) {
   auto op = std::make_unique<Operation>();
+  Operation* o = op.get();
   const size_t bytes = count * cuda_emu::nccl::element_bytes(type);
 #ifdef PTSIM_HAVE_MPI
   if (mpi_running()) {
-    Operation* o = op.get();
-    op->steps.push_back([o, count, type](ncclComm& comm) {
-      const CallRecord mine{count, type, ncclSum};
+    op->steps.push_back([o, count, type, reduction, refusal](ncclComm& comm) {
+      const CallRecord mine{count, type, reduction, refusal};
       o->mine.assign(reinterpret_cast<const char*>(&mine), reinterpret_cast<const char*>(&mine) + sizeof mine);
       return start_allgather(comm, *o);
     });
     op->steps.push_back([o, sendbuff, bytes](ncclComm& comm) {
       std::vector<CallRecord> records(static_cast<size_t>(comm.nranks));
       std::memcpy(records.data(), o->all.data(), o->all.size());
+      if (ncclResult_t r = check_refusals(records, "ncclAllReduce", *o); r != ncclSuccess) return r;
       if (ncclResult_t r = check_call_records(records, comm.mpi_rank_of); r != ncclSuccess) return r;
       o->mine.assign(static_cast<const char*>(sendbuff), static_cast<const char*>(sendbuff) + bytes);
       return start_allgather(comm, *o);
@@ -331,7 +396,11 @@ std::unique_ptr<Operation> all_reduce_operation(const void* sendbuff, void* recv
     return op;
   }
 #endif
-  op->steps.push_back([sendbuff, recvbuff, count, type](ncclComm&) {
+  op->steps.push_back([o, sendbuff, recvbuff, count, type, refusal](ncclComm&) {
+    if (refusal.result != ncclSuccess) {
+      o->refused = true;
+      return fail(static_cast<ncclResult_t>(refusal.result), "{}", refusal.text);
+    }
     cuda_emu::nccl::sum_in_rank_order({sendbuff}, recvbuff, count, type);
     return ncclSuccess;
   });
@@ -387,15 +456,9 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t* config) {
   if (comm == nullptr) return fail(ncclInvalidArgument, "ncclCommInitRankConfig: comm is NULL");
-  if (nranks < 1) return fail(ncclInvalidArgument, "ncclCommInitRankConfig: nranks is {}; expected at least 1", nranks);
-  if (rank < 0 || rank >= nranks)
-    return fail(ncclInvalidArgument, "ncclCommInitRankConfig: rank {} is outside [0, nranks = {})", rank, nranks);
-  bool blocking = true;
-  if (ncclResult_t r = blocking_from(config, blocking); r != ncclSuccess) return r;
-  if (ncclResult_t r = check_world(nranks); r != ncclSuccess) return r;
+  bool blocking = true;  // a refused config: blocking, so the refusal is the call's
   std::optional<Fault> fault;
-  std::string why;
-  if (!cuda_emu::nccl::fault_from_env(fault, why)) return fail(ncclInvalidArgument, "{}", why);
+  const LocalRefusal refusal = refusal_from(check_init_arguments(nranks, rank, config, blocking, fault));
   auto made = std::make_unique<ncclComm>();
   made->rank = rank;
   made->nranks = nranks;
@@ -405,7 +468,9 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId i
   known_comms.insert(made.get());
   every_comm.push_back(std::move(made));
   *comm = &c;
-  return start(c, init_operation(id));
+  const ncclResult_t r = start(c, init_operation(id, refusal));
+  if (r != ncclSuccess && r != ncclInProgress) c.failure = r;  // a refused init leaves no usable communicator
+  return r;
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
@@ -435,10 +500,12 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* async_error) {
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                            ncclComm_t comm, cudaStream_t) {
   if (ncclResult_t r = check_usable(comm, "ncclAllReduce"); r != ncclSuccess) return r;
-  if (ncclResult_t r = check_call(sendbuff, recvbuff, count, datatype, op); r != ncclSuccess) return r;
-  ++comm->all_reduces;
-  if (comm->fault && comm->fault->strikes(comm->rank, comm->all_reduces)) return inject(*comm);
-  return start(*comm, all_reduce_operation(sendbuff, recvbuff, count, datatype));
+  const LocalRefusal refusal = refusal_from(check_call(sendbuff, recvbuff, count, datatype, op));
+  if (refusal.result == ncclSuccess) {
+    ++comm->all_reduces;
+    if (comm->fault && comm->fault->strikes(comm->rank, comm->all_reduces)) return inject(*comm);
+  }
+  return start(*comm, all_reduce_operation(sendbuff, recvbuff, count, datatype, op, refusal));
 }
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
@@ -467,7 +534,9 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
   if (ncclResult_t r = check_handle(comm, "ncclCommAbort"); r != ncclSuccess) return r;
-  comm->op.reset();  // an MPI request still pending is left to MPI (it cannot be cancelled)
+  // An MPI request still pending cannot be cancelled and may still write the operation's buffers (a late peer
+  // completes it): the operation is kept, never freed. So is comm->mpi, which that request uses.
+  if (comm->op != nullptr) comm->abandoned.push_back(std::move(comm->op));
   comm->fresh = false;
   comm->dead = "aborted";
   return ncclSuccess;

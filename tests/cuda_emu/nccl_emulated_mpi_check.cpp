@@ -5,10 +5,12 @@
 //                backend against a + b computed on the host (exact in double, rounded once to the type), bit
 //                for bit; then the shim's cross-rank refusals (an id that was not broadcast, rank 1 keeping
 //                ncclUniqueId{}, one NCCL rank in two processes, mismatched all-reduce counts), each seen on
-//                both ranks. Exit 0 when all agree.
+//                both ranks; then one rank alone calling wrongly (a bad config, type, op, a short buffer): both
+//                ranks refuse it within 10 s. Exit 0 when all agree.
 //   async-error  host all-reduces until one throws CommFailure (PTSIM_EMU_NCCL_FAULT makes one fail); the
-//   hang         failing rank prints "rank R: communication failed: ..." and calls MPI_Abort(1), as ptsim train
-//                does. Exit 0 only if nothing failed (run_nccl_fault_job.py expects a non-zero job).
+//   hang         failing rank prints "rank R: communication failed: ..." and how long that all-reduce ran, and
+//                calls MPI_Abort(1), as ptsim train does. Exit 0 only if nothing failed (run_nccl_fault_job.py
+//                expects a non-zero job).
 #include <cuda_runtime_api.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -19,6 +21,7 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +35,7 @@
 #include "runtime/comm/nccl_communicator.hpp"
 #include "runtime/exec/backend.hpp"
 #include "runtime/exec/cuda/cuda_backend.hpp"
+#include "nccl_emulated_test_support.hpp"
 
 using namespace ptsim;
 
@@ -63,25 +67,6 @@ std::vector<uint16_t> rank_bits(int rank, size_t n, bool is_f16) {
   return v;
 }
 
-uint16_t sum16_on_host(uint16_t a, uint16_t b, bool is_f16) {
-  uint16_t out;
-  if (is_f16) {
-    __half x, y;
-    std::memcpy(static_cast<void*>(&x), &a, 2);
-    std::memcpy(static_cast<void*>(&y), &b, 2);
-    const __half s = __double2half(static_cast<double>(__half2float(x)) + static_cast<double>(__half2float(y)));
-    std::memcpy(&out, &s, 2);
-  } else {
-    __nv_bfloat16 x, y;
-    std::memcpy(static_cast<void*>(&x), &a, 2);
-    std::memcpy(static_cast<void*>(&y), &b, 2);
-    const double exact = static_cast<double>(__bfloat162float(x)) + static_cast<double>(__bfloat162float(y));
-    const __nv_bfloat16 s = __double2bfloat16(exact);
-    std::memcpy(&out, &s, 2);
-  }
-  return out;
-}
-
 void check_16bit_sums(runtime::NcclCommunicator& nccl, runtime::Backend& backend, models::DType dtype) {
   const bool is_f16 = dtype == models::DType::f16;
   const size_t n = 4099;
@@ -94,9 +79,9 @@ void check_16bit_sums(runtime::NcclCommunicator& nccl, runtime::Backend& backend
   backend.copy_to_host(got.data(), span);
   size_t wrong = 0;
   for (size_t i = 0; i < n; ++i)
-    if (got[i] != sum16_on_host(a[i], b[i], is_f16) && wrong++ < 3)
+    if (got[i] != cuda_emu::nccl::once_rounded_sum16(a[i], b[i], is_f16) && wrong++ < 3)
       fmt::print(stderr, "rank {}: {} element {}: {:#06x} + {:#06x} gave {:#06x}, the host's sum is {:#06x}\n",
-                 nccl.rank(), models::to_string(dtype), i, a[i], b[i], got[i], sum16_on_host(a[i], b[i], is_f16));
+                 nccl.rank(), models::to_string(dtype), i, a[i], b[i], got[i], cuda_emu::nccl::once_rounded_sum16(a[i], b[i], is_f16));
   expect(wrong == 0, fmt::format("{} bucket sum: {} of {} elements differ from the host's", models::to_string(dtype),
                                  wrong, n), nccl.rank());
   if (is_f16 && wrong == 0)
@@ -156,6 +141,67 @@ void check_shim_refusals(int rank) {
   cudaFree(x);
 }
 
+// Polls non-blocking `comm` until its call ends or 10 s pass (a refusal takes milliseconds; a rank left waiting
+// for a peer that already returned would take forever): the call's result, ncclInProgress if it never ended.
+ncclResult_t poll_for_result(ncclComm_t comm) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  ncclResult_t state = ncclInProgress;
+  while (state == ncclInProgress && std::chrono::steady_clock::now() < end)
+    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
+  return state;
+}
+
+ncclComm_t nonblocking_comm(const ncclUniqueId& id, int rank) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  ncclCommInitRankConfig(&comm, 2, id, rank, &config);
+  expect(poll_for_result(comm) == ncclSuccess, "a healthy non-blocking 2-rank init", rank);
+  return comm;
+}
+
+// Only MPI rank 1 calls ncclAllReduce wrongly (`bad`: its type, op or count); both ranks must get `result`, the
+// rank named and `text`, within the poll's 10 s.
+void expect_one_rank_refusal(const ncclUniqueId& id, int rank, ncclDataType_t type, ncclRedOp_t op, size_t count,
+                             const char* text) {
+  ncclComm_t comm = nonblocking_comm(id, rank);
+  float* x = nullptr;
+  cudaMalloc(&x, 8 * sizeof(float));
+  ncclAllReduce(x, x, rank == 1 ? count : 8, rank == 1 ? type : ncclFloat32, rank == 1 ? op : ncclSum, comm, nullptr);
+  const ncclResult_t r = poll_for_result(comm);
+  const std::string last = ncclGetLastError(nullptr);
+  expect(r == ncclInvalidArgument && last.find("(MPI rank 1's ncclAllReduce; refused on every rank)") != std::string::npos &&
+             last.find(text) != std::string::npos,
+         fmt::format("rank 1 alone calling with '{}': got {}: '{}'", text, int{r}, last), rank);
+  ncclCommAbort(comm);
+  cudaFree(x);
+}
+
+// Only MPI rank 1 passes a bad config (blocking = 2, refused on the spot); rank 0, non-blocking, must get the
+// refusal from its poll within 10 s.
+void expect_one_rank_init_refusal(const ncclUniqueId& id, int rank) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = rank == 1 ? 2 : 0;
+  ncclComm_t comm = nullptr;
+  const ncclResult_t started = ncclCommInitRankConfig(&comm, 2, id, rank, &config);
+  const ncclResult_t r = rank == 1 ? started : poll_for_result(comm);
+  const std::string last = ncclGetLastError(nullptr);
+  expect(r == ncclInvalidArgument && last.find("(MPI rank 1's ncclCommInitRankConfig; refused on every rank)") != std::string::npos &&
+             last.find("config.blocking is 2") != std::string::npos,
+         fmt::format("rank 1 alone with config.blocking 2: got {}: '{}'", int{r}, last), rank);
+  if (comm != nullptr) ncclCommAbort(comm);
+}
+
+void check_one_rank_refusals(int rank) {
+  ncclUniqueId shared;
+  if (rank == 0) ncclGetUniqueId(&shared);
+  MPI_Bcast(&shared, sizeof shared, MPI_BYTE, 0, MPI_COMM_WORLD);
+  expect_one_rank_init_refusal(shared, rank);
+  expect_one_rank_refusal(shared, rank, ncclInt32, ncclSum, 8, "datatype 2 is not emulated");
+  expect_one_rank_refusal(shared, rank, ncclFloat32, ncclMax, 8, "op 2 is not emulated");
+  expect_one_rank_refusal(shared, rank, ncclFloat32, ncclSum, 9, "the all-reduce needs 36");
+}
+
 int run_sums() {
   runtime::NcclSetup setup;
   setup.use_mpi = true;
@@ -168,6 +214,7 @@ int run_sums() {
   check_wide_sums<float>(nccl, *backend);
   check_wide_sums<double>(nccl, *backend);
   check_shim_refusals(nccl.rank());
+  check_one_rank_refusals(nccl.rank());
   nccl.barrier();
   if (failures == 0) fmt::print("rank {}: every emulated NCCL sum and refusal as expected\n", nccl.rank());
   return failures == 0 ? 0 : 1;
@@ -181,10 +228,13 @@ int run_until_failure() {
   runtime::NcclCommunicator nccl(setup);
   for (int i = 0; i < 5; ++i) {
     float x = 1.0f;
+    const auto start = std::chrono::steady_clock::now();
     try {
       nccl.all_reduce_sum(std::span<float>(&x, 1));
     } catch (const runtime::CommFailure& e) {
+      const double ran_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       fmt::print(stderr, "rank {}: communication failed: {}\n", nccl.rank(), e.what());
+      fmt::print(stderr, "rank {}: the failing all-reduce ran {:.3f} s\n", nccl.rank(), ran_s);  // for the script
       std::fflush(stderr);
       runtime::MpiSession::abort(1);
     }

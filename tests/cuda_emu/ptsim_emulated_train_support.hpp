@@ -38,6 +38,9 @@ inline const TinySetup& gpt2_setup() {
 //     the weights (a GEMM off by 1e-3 moved it by ~1e-6), so the norm is the sharper check.
 struct StepBounds {
   double loss = 0, grad_norm = 0;
+  // A measured regression limit on step 1's grad_norm (0: none), tighter than the derived bound, so a subtle
+  // change in the 16-bit paths fails; where it comes from is said where it is set.
+  double step1_grad_norm_measured = 0;
 };
 inline StepBounds step_bounds(const TinySetup& s, const std::string& precision) {
   steps::ModelCase c{s.model, ptsim::models::load_model(s.model), kMicroBatch, kSeqLen};
@@ -49,9 +52,11 @@ inline StepBounds step_bounds(const TinySetup& s, const std::string& precision) 
   return {b.forward, 3 * b.backward};
 }
 
-// Step k's value on both sides within k × its one-step bound (model_steps_check.hpp's reasoning for its 3-step
-// losses, ≤ 3F: each step adds its own rounding, and the weights differ by the updates' differences, which the
-// next step carries; step k runs on weights that have diverged for k − 1 updates). fp16 steps skipped for an
+// Step k's value on both sides within k × its one-step bound. Step 1's bound is derived (rounding_bounds); the
+// k × growth is a heuristic, not derived: it follows model_steps_check.hpp's 3-step losses (≤ 3F: each step
+// adds its own rounding, and the weights differ by the updates' differences, which the next step carries), but
+// LAMB's early updates (~ m/√v) can amplify tiny gradient differences for near-zero elements beyond any linear
+// growth; it has held with wide margin here (docs/cuda-emulation.md's test table). fp16 steps skipped for an
 // overflow (grad_norm null) must be skipped on both sides.
 inline void check_steps_agree(const std::vector<ptsim::core::Json>& ref, const std::vector<ptsim::core::Json>& got,
                               const StepBounds& bounds) {
@@ -67,6 +72,9 @@ inline void check_steps_agree(const std::vector<ptsim::core::Json>& ref, const s
       CHECK_MESSAGE(rel <= k * bound, "step " << k << ": cpu " << r << ", emulated cuda " << x << ", relative " << rel
                                               << " > " << k << " × " << bound);
       MESSAGE("step " << k << " " << key << ": relative " << rel << " (bound " << k * bound << ")");
+      if (i == 0 && key == "grad_norm" && bounds.step1_grad_norm_measured > 0)
+        CHECK_MESSAGE(rel <= bounds.step1_grad_norm_measured, "step 1 grad_norm: relative " << rel << " > the measured "
+                      "limit " << bounds.step1_grad_norm_measured);
     }
   }
 }

@@ -114,7 +114,9 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
+namespace {
 int live_event_count = 0;  // created and not destroyed: cuda_emu::live_events()
+}  // namespace
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
   *event = new CUevent_st;
   ++live_event_count;

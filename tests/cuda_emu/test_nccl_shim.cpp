@@ -17,6 +17,7 @@
 
 #include "nccl_emulated_fault.hpp"
 #include "nccl_emulated_sum.hpp"
+#include "nccl_emulated_test_support.hpp"
 
 namespace {
 
@@ -110,10 +111,9 @@ TEST_CASE("nccl shim: 16-bit sums are rank-ordered, each partial rounded once to
     if (__hisnan(ha) || __hisnan(hb) || __hisinf(ha) || __hisinf(hb)) continue;
     const std::vector<const void*> ranks{&ha, &hb};
     cuda_emu::nccl::sum_in_rank_order(ranks, &got, 1, ncclFloat16);
-    const __half want = __double2half(static_cast<double>(__half2float(ha)) + static_cast<double>(__half2float(hb)));
-    uint16_t g, w;
+    uint16_t g;
     std::memcpy(&g, &got, 2);
-    std::memcpy(&w, &want, 2);
+    uint16_t w = cuda_emu::nccl::once_rounded_sum16(a, b, true);
     if (g != w) FAIL_CHECK("fp16 " << a << " + " << b << ": " << g << ", the once-rounded sum is " << w);
     __nv_bfloat16 ba, bb, bgot;
     std::memcpy(static_cast<void*>(&ba), &a, 2);
@@ -121,10 +121,8 @@ TEST_CASE("nccl shim: 16-bit sums are rank-ordered, each partial rounded once to
     if (__hisnan(ba) || __hisnan(bb) || __hisinf(ba) || __hisinf(bb)) continue;
     const std::vector<const void*> branks{&ba, &bb};
     cuda_emu::nccl::sum_in_rank_order(branks, &bgot, 1, ncclBfloat16);
-    const double exact = static_cast<double>(__bfloat162float(ba)) + static_cast<double>(__bfloat162float(bb));
-    const __nv_bfloat16 bwant = __double2bfloat16(exact);
     std::memcpy(&g, &bgot, 2);
-    std::memcpy(&w, &bwant, 2);
+    w = cuda_emu::nccl::once_rounded_sum16(a, b, false);
     if (g != w) FAIL_CHECK("bf16 " << a << " + " << b << ": " << g << ", the once-rounded sum is " << w);
     ++compared;
   }
@@ -231,16 +229,24 @@ TEST_CASE("nccl shim: PTSIM_EMU_NCCL_FAULT, parsed and injected") {
     CHECK_FALSE(cuda_emu::nccl::parse_fault(bad, fault, why));
     CHECK(why.find("KIND:RANK:N") != std::string::npos);
   }
-  ::setenv("PTSIM_EMU_NCCL_FAULT", "sometimes", 1);
   ncclUniqueId id;
   REQUIRE(ncclGetUniqueId(&id) == ncclSuccess);
   ncclComm_t comm = nullptr;
-  CHECK(ncclCommInitRankConfig(&comm, 1, id, 0, nullptr) == ncclInvalidArgument);
-  CHECK(last_error().find("PTSIM_EMU_NCCL_FAULT='sometimes'") != std::string::npos);
+  {
+    cuda_emu::nccl::FaultScope fault("sometimes");
+    CHECK(ncclCommInitRankConfig(&comm, 1, id, 0, nullptr) == ncclInvalidArgument);
+    CHECK(last_error().find("PTSIM_EMU_NCCL_FAULT='sometimes'") != std::string::npos);
+  }
+  {  // a rank the communicator does not have: the fault could never fire
+    cuda_emu::nccl::FaultScope fault("hang:1:1");
+    CHECK(ncclCommInitRankConfig(&comm, 1, id, 0, nullptr) == ncclInvalidArgument);
+    CHECK(last_error().find("names NCCL rank 1, but the communicator has ranks 0 to 0") != std::string::npos);
+  }
   // The second all-reduce of rank 0 fails asynchronously; the communicator then refuses new calls.
-  ::setenv("PTSIM_EMU_NCCL_FAULT", "async-error:0:2", 1);
-  comm = one_rank(true);
-  ::unsetenv("PTSIM_EMU_NCCL_FAULT");
+  {
+    cuda_emu::nccl::FaultScope fault("async-error:0:2");
+    comm = one_rank(true);
+  }
   DeviceFloats x(4);
   ncclResult_t state = ncclInProgress;
   CHECK(ncclAllReduce(x.p, x.p, 4, ncclFloat32, ncclSum, comm, nullptr) == ncclSuccess);
@@ -253,9 +259,10 @@ TEST_CASE("nccl shim: PTSIM_EMU_NCCL_FAULT, parsed and injected") {
   CHECK(ncclAllReduce(x.p, x.p, 4, ncclFloat32, ncclSum, comm, nullptr) == ncclInvalidUsage);
   CHECK(ncclCommAbort(comm) == ncclSuccess);
   // A hang: in progress however often it is polled.
-  ::setenv("PTSIM_EMU_NCCL_FAULT", "hang:0:1", 1);
-  comm = one_rank(false);
-  ::unsetenv("PTSIM_EMU_NCCL_FAULT");
+  {
+    cuda_emu::nccl::FaultScope fault("hang:0:1");
+    comm = one_rank(false);
+  }
   CHECK(ncclAllReduce(x.p, x.p, 4, ncclFloat32, ncclSum, comm, nullptr) == ncclInProgress);
   for (int polls = 0; polls < 100; ++polls) {
     REQUIRE(ncclCommGetAsyncError(comm, &state) == ncclSuccess);

@@ -45,7 +45,12 @@ void check_same_run_on_both_sides(const TinySetup& s, const std::string& precisi
   CHECK_MESSAGE(emulated.output.find("\n  backend cuda: GPU 0 (CUDA emulator") != std::string::npos, emulated.output);
   const auto ref = read_jsonl(dir / "cpu.jsonl");
   REQUIRE(ref.size() == static_cast<size_t>(kSteps));
-  check_steps_agree(ref, read_jsonl(dir / "cuda.jsonl"), step_bounds(s, precision));
+  StepBounds bounds = step_bounds(s, precision);
+  // bf16/fp16 step 1: measured, with margin. Step 1's relative grad_norm differences seen here: 6.0e-7 (BERT
+  // fp16), 2.6e-9 (BERT bf16), 0 (GPT-2 bf16); the worst over all 4 steps 3.4e-5 (docs/cuda-emulation.md's test
+  // table). The derived bounds are 0.019 to 0.15; 1e-4 is > 100× step 1's worst and 3× the all-steps worst.
+  if (precision != "fp32") bounds.step1_grad_norm_measured = 1e-4;
+  check_steps_agree(ref, read_jsonl(dir / "cuda.jsonl"), bounds);
 }
 
 }  // namespace
@@ -192,7 +197,11 @@ TEST_CASE("ptsim_emulated train --backend cuda: flags that do not apply exit 2")
   const std::vector<Row> rows = {
       {"--threads 2", "--threads sets the cpu backend's compute threads"},
       {"--comm nccl --bucket-mib 1", "--bucket-mib applies to data-parallel runs"},  // NCCL on one rank: no buckets
+#ifdef PTSIM_HAVE_MPI  // meson.build's project arguments: set when MPI was found
       {"--comm mpi", "--comm mpi needs an MPI launcher"},
+#else
+      {"--comm mpi", "--comm mpi: this ptsim was built without MPI"},
+#endif
       {"--no-comm-overlap", "--no-comm-overlap applies to data-parallel runs"},
       {"--precision fp8", "--precision fp8 is tensor-core math"},
       {"--loss-scale 0", "--loss-scale must be a positive number"},
