@@ -122,15 +122,12 @@ TEST_CASE("mpirun -np 2 ptsim_emulated train --backend cuda (NCCL) bf16: losses 
 // (bytes), docs/training.md's resume promise, here through NCCL's bucket sums.
 TEST_CASE("mpirun -np 2 ptsim_emulated train --backend cuda (NCCL): --stop-after 2 then --resume repeats the straight run bit for bit") {
   const fs::path dir = fresh_dir("ptsim_emulated_nccl_resume");
-  auto run = [&](const std::string& extra) {
-    const auto r = train_2ranks(Side::emulated_cuda_nccl, "fp32", "--quiet " + extra);
-    REQUIRE_MESSAGE(r.exit_code == 0, r.output);
-  };
-  run("--checkpoint-dir " + quote(dir / "straight") + " --metrics " + quote(dir / "a.jsonl"));
-  const std::string split = "--checkpoint-dir " + quote(dir / "split") + " --metrics " + quote(dir / "b.jsonl");
-  run(split + " --stop-after 2");
-  run(split + " --resume");
-  const auto straight = read_jsonl(dir / "a.jsonl"), resumed = read_jsonl(dir / "b.jsonl");
+  const auto [straight, resumed] = run_straight_and_split_with(
+      [&](const std::string& extra) {
+        const auto r = train_2ranks(Side::emulated_cuda_nccl, "fp32", "--quiet" + extra);
+        REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+      },
+      dir, 2);
   REQUIRE(straight.size() == static_cast<size_t>(kNcclSteps));
   REQUIRE(resumed.size() == straight.size());
   for (size_t i = 0; i < straight.size(); ++i) {

@@ -77,15 +77,12 @@ void check_resume_repeats_straight_run(const std::string& precision) {
   const TinySetup& s = bert_setup();
   const fs::path dir = fresh_dir("ptsim_emulated_resume_" + precision);
   const std::string window = precision == "fp16" ? " --loss-scale-window 1" : "";
-  auto run = [&](const std::string& extra) {
-    const auto r = train(Side::emulated_cuda, s, precision, "--quiet " + extra + window);
-    REQUIRE_MESSAGE(r.exit_code == 0, r.output);
-  };
-  run("--checkpoint-dir " + quote(dir / "straight") + " --metrics " + quote(dir / "a.jsonl"));
-  const std::string split = "--checkpoint-dir " + quote(dir / "split") + " --metrics " + quote(dir / "b.jsonl");
-  run(split + " --stop-after 2");
-  run(split + " --resume");
-  const auto straight = read_jsonl(dir / "a.jsonl"), resumed = read_jsonl(dir / "b.jsonl");
+  const auto [straight, resumed] = run_straight_and_split_with(
+      [&](const std::string& extra) {
+        const auto r = train(Side::emulated_cuda, s, precision, "--quiet" + extra + window);
+        REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+      },
+      dir, 2);
   REQUIRE(straight.size() == static_cast<size_t>(kSteps));
   REQUIRE(resumed.size() == straight.size());
   for (size_t i = 0; i < straight.size(); ++i) {

@@ -38,16 +38,22 @@ inline std::vector<core::Json> read_jsonl(const fs::path& path) {
 struct StraightAndSplit {
   std::vector<core::Json> straight, split;  // the metrics lines
 };
-inline StraightAndSplit run_straight_and_split(const std::string& flags, const fs::path& dir, int stop_after) {
-  auto run = [&](const std::string& extra) {
-    const auto r = run_ptsim(flags + extra);
-    REQUIRE_MESSAGE(r.exit_code == 0, r.output);
-  };
+// The same with the runs made by `run(extra_flags)` (which REQUIREs its own exit 0): another binary, or mpirun.
+template <class Run>
+StraightAndSplit run_straight_and_split_with(Run&& run, const fs::path& dir, int stop_after) {
   run(" --checkpoint-dir " + quote(dir / "straight") + " --metrics " + quote(dir / "a.jsonl"));
   const std::string split = " --checkpoint-dir " + quote(dir / "split") + " --metrics " + quote(dir / "b.jsonl");
   run(split + " --stop-after " + std::to_string(stop_after));
   run(split + " --resume");
   return {read_jsonl(dir / "a.jsonl"), read_jsonl(dir / "b.jsonl")};
+}
+inline StraightAndSplit run_straight_and_split(const std::string& flags, const fs::path& dir, int stop_after) {
+  return run_straight_and_split_with(
+      [&](const std::string& extra) {
+        const auto r = run_ptsim(flags + extra);
+        REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+      },
+      dir, stop_after);
 }
 
 }  // namespace ptsim::test
