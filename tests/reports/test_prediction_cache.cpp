@@ -54,7 +54,25 @@ TEST_CASE("the bounded cache evicts the least recently used entry at its budget 
   CHECK(cache.evictions() == 4);
 }
 
+// glibc's allocator counters (mallinfo2) see only glibc's allocations: under AddressSanitizer, whose allocator
+// replaces glibc's, they do not move at all (0 bytes for a 1 MB build; tools/test_sanitizers.sh's run), so the
+// estimate check below cannot be made there.
+#if defined(__SANITIZE_ADDRESS__)
+#define PTSIM_GLIBC_ALLOCATOR 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PTSIM_GLIBC_ALLOCATOR 0
+#endif
+#endif
+#ifndef PTSIM_GLIBC_ALLOCATOR
+#define PTSIM_GLIBC_ALLOCATOR 1
+#endif
+
 TEST_CASE("a task graph's byte estimate is within 10% of what the allocator hands out for it") {
+  if (!PTSIM_GLIBC_ALLOCATOR) {
+    MESSAGE("not checked: built with AddressSanitizer, whose allocator glibc's mallinfo2 does not count");
+    return;
+  }
   // glibc's mallinfo2: bytes in use (small blocks and mmapped large ones) before and after building
   // BERT-base's graph and memory plan (1.07 MB estimated, 1.14 MB allocated when written). 10%: the
   // estimate leaves out the ModelSpec's and Recipe's few strings and takes 16 bytes of overhead per
