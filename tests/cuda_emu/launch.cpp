@@ -62,9 +62,12 @@ void poison_static_shared(void* object, size_t bytes) {
   filled = block_serial;
 }
 
-void run_grid(dim3 grid, dim3 block, size_t shared_bytes, const std::function<void()>& thread_body) {
+void run_grid(dim3 grid, dim3 block, size_t shared_bytes, const std::function<void()>& thread_body,
+              const void* kernel) {
   if (running.active) throw KernelError("a kernel launched another kernel (dynamic parallelism is not emulated)");
   if (!valid_geometry(grid, block, shared_bytes)) return set_last_error(cudaErrorInvalidConfiguration);
+  // Past 48 KiB a kernel needs its own opt-in (cudaFuncSetAttribute): a GPU refuses the launch otherwise.
+  if (shared_bytes > dynamic_shared_limit(kernel)) return set_last_error(cudaErrorInvalidValue);
   running.grid = grid;
   running.block = block;
   if (running.shared_bytes < shared_bytes) {

@@ -1,7 +1,9 @@
 // tests/cuda_emu/launch.hpp — kernel launches on the CPU (docs/cuda-emulation.md). rewrite_launches.py turns
-// `kernel<<<grid, block, shmem, stream>>>(args)` into `::cuda_emu::launch(grid, block, shmem, stream,
-// [&] { kernel(args); })`: the launch checks the geometry as CUDA does (a bad one is cudaErrorInvalidConfiguration
-// for cudaGetLastError, and nothing runs), then runs the blocks one after another, x fastest, each block's
+// `kernel<<<grid, block, shmem, stream>>>(args)` into `::cuda_emu::launch(kernel_entry(kernel), grid, block,
+// shmem, stream, [&] { kernel(args); })`: the launch checks the geometry as CUDA does (a bad one is
+// cudaErrorInvalidConfiguration for cudaGetLastError, and nothing runs) and the dynamic shared memory against
+// the kernel's own limit (48 KiB unless cudaFuncSetAttribute raised it for that kernel; more is
+// cudaErrorInvalidValue, as CUDA reports it, and nothing runs), then runs the blocks one after another, x fastest, each block's
 // threads as fibers (block_scheduler.hpp). The launch returns when the kernel has finished: streams are
 // synchronous. blockIdx / blockDim / gridDim read the running launch's values.
 #pragma once
@@ -23,11 +25,21 @@ void* dynamic_shared_memory();
 // threads all pass the declaration before they can name the object, and thread 0 runs first).
 void poison_static_shared(void* object, size_t bytes);
 
-void run_grid(dim3 grid, dim3 block, size_t dynamic_shared_bytes, const std::function<void()>& thread_body);
+// `kernel`: the launched function's address (what cudaFuncSetAttribute is given), or null where the rewrite
+// cannot name it (a kernel template whose arguments the call deduces): that launch gets the default limit.
+void run_grid(dim3 grid, dim3 block, size_t dynamic_shared_bytes, const std::function<void()>& thread_body,
+              const void* kernel = nullptr);
+
+// A kernel's address as cudaFuncSetAttribute takes it (the function, or a pointer to one).
+template <class F>
+const void* kernel_entry(F* kernel) {
+  return reinterpret_cast<const void*>(kernel);
+}
 
 template <class ThreadBody>
-void launch(dim3 grid, dim3 block, size_t dynamic_shared_bytes, cudaStream_t, ThreadBody&& thread_body) {
-  run_grid(grid, block, dynamic_shared_bytes, std::function<void()>(thread_body));
+void launch(const void* kernel, dim3 grid, dim3 block, size_t dynamic_shared_bytes, cudaStream_t,
+            ThreadBody&& thread_body) {
+  run_grid(grid, block, dynamic_shared_bytes, std::function<void()>(thread_body), kernel);
 }
 
 }  // namespace cuda_emu

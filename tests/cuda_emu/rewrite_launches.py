@@ -2,7 +2,11 @@
 # tests/cuda_emu/rewrite_launches.py — turns a .cu file into C++ that g++ compiles under the CUDA emulator
 # (docs/cuda-emulation.md). Four mechanical rewrites, nothing else changes (a #line keeps g++'s messages on
 # the .cu file's lines):
-#   kernel<<<grid, block[, shmem[, stream]]>>>(args)  →  ::cuda_emu::launch(grid, block, shmem, stream, [&] { kernel(args); })
+#   kernel<<<grid, block[, shmem[, stream]]>>>(args)  →  ::cuda_emu::launch(ENTRY, grid, block, shmem, stream, [&] { kernel(args); })
+#     ENTRY is ::cuda_emu::kernel_entry(kernel), the address cudaFuncSetAttribute is given (the launch checks
+#     the dynamic shared memory against that kernel's limit, as CUDA does), or nullptr for a kernel template
+#     of this file launched without template arguments (they are deduced from the call: no address to name;
+#     such a launch gets the default 48 KiB limit)
 #   extern __shared__ [__align__(n)] T name[];         →  T* const name = static_cast<T*>(::cuda_emu::dynamic_shared_memory());
 #   __shared__ T a[n], b[m];  (static, at a line's start)  →  the same, then ::cuda_emu::poison_static_shared(&a, sizeof(a)); …
 #     on the same line (each block starts the objects as 0xFF bytes: launch.hpp)
@@ -61,7 +65,24 @@ def kernel_start(text, end):
     return i
 
 
-def rewrite_launch(text, at):
+# A __global__ function's name: the identifier before its parameter list (after any __launch_bounds__(…)).
+GLOBAL_NAME = re.compile(r"__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\(")
+
+
+def kernel_templates(text):
+    """Names of the __global__ function templates text defines (a `template <…>` right before __global__)."""
+    code = code_only(text)
+    return {m.group(1) for m in GLOBAL_NAME.finditer(code) if code[:m.start()].rstrip().endswith(">")}
+
+
+def kernel_entry(kernel, templates):
+    """The launch's ENTRY argument (see the header) for the kernel expression `kernel`."""
+    if "<" not in kernel and kernel.split("::")[-1] in templates:
+        return "nullptr"
+    return f"::cuda_emu::kernel_entry({kernel})"
+
+
+def rewrite_launch(text, at, templates):
     """text with the launch whose <<< is at `at` rewritten, and where to search on."""
     close = text.index(">>>", at)
     config = split_top_level(text[at + 3:close])
@@ -76,7 +97,8 @@ def rewrite_launch(text, at):
     args_end = matching_close(text, paren)
     start = kernel_start(text, at)
     kernel = text[start:at].strip()
-    call = (f"::cuda_emu::launch({', '.join(config)}, [&] {{ {kernel}({text[paren + 1:args_end]}); }})")
+    call = (f"::cuda_emu::launch({kernel_entry(kernel, templates)}, {', '.join(config)}, "
+            f"[&] {{ {kernel}({text[paren + 1:args_end]}); }})")
     return text[:start] + call + text[args_end + 1:], start + len(call)
 
 
@@ -129,9 +151,10 @@ def rewrite(text):
         lambda m: f"{m.group(1)}* const {m.group(2)} = static_cast<{m.group(1)}*>(::cuda_emu::dynamic_shared_memory());",
         text)
     text = STATIC_SHARED.sub(poison_static_shared, text)
+    templates = kernel_templates(text)
     at = text.find("<<<")
     while at != -1:
-        text, resume = rewrite_launch(text, at)
+        text, resume = rewrite_launch(text, at, templates)
         at = text.find("<<<", resume)
     return text
 

@@ -27,12 +27,17 @@ std::mutex allocations_mutex;
 std::map<const void*, size_t> allocations;  // what cudaMalloc gave and cudaFree has not taken back: its bytes
 thread_local cudaError_t last_error = cudaSuccess;
 thread_local int current_device = 0;        // cudaSetDevice's, per host thread as in CUDA
+std::mutex dynamic_shared_mutex;
+std::map<const void*, size_t> dynamic_shared_opt_in;  // cudaFuncSetAttribute's MaxDynamicSharedMemorySize per kernel
 
 constexpr size_t kAlignment = 256;
 // The opt-in shared memory per block of the emulated device, compute capability 8.0 (an A100): 163 KiB
 // (CUDA C++ Programming Guide, "Technical Specifications per Compute Capability"; an H100's is 227 KiB), so
 // a kernel sized for Hopper only fails here as it would on an A100.
 constexpr int kMaxDynamicSharedOptin = 163 * 1024;
+// Dynamic shared memory a kernel may use without opting in (CUDA C++ Programming Guide, "Shared Memory":
+// allocations above 48 KB need cudaFuncSetAttribute per kernel).
+constexpr size_t kDefaultDynamicShared = 48 * 1024;
 constexpr size_t kTotalMemory = size_t{80} << 30;  // what cudaMemGetInfo reports: an 80 GB A100
 // cudaGetDeviceProperties' name: what a backend prints as its GPU ("GPU 0 (…)"), so logs say it was emulated.
 constexpr const char* kEmulatedDeviceName = "CUDA emulator (tests/cuda_emu: sm_80 on the CPU)";
@@ -184,7 +189,9 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
 cudaError_t cudaFuncSetAttribute(const void* function, cudaFuncAttribute attribute, int value) {
   if (attribute != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaSuccess;
   if (value < 0 || value > kMaxDynamicSharedOptin) return fail(cudaErrorInvalidValue);
-  (void)function;  // the limit is not kept per kernel: launches are checked against the opt-in maximum
+  if (function == nullptr) return fail(cudaErrorInvalidDeviceFunction);
+  const std::lock_guard<std::mutex> lock(dynamic_shared_mutex);
+  dynamic_shared_opt_in[function] = static_cast<size_t>(value);  // per kernel, as on a GPU
   return cudaSuccess;
 }
 
@@ -214,6 +221,12 @@ const char* cudaGetErrorString(cudaError_t error) {
 namespace cuda_emu {
 void set_last_error(cudaError_t error) { last_error = error; }
 size_t max_dynamic_shared_bytes() { return kMaxDynamicSharedOptin; }
+size_t dynamic_shared_limit(const void* kernel) {
+  if (kernel == nullptr) return kDefaultDynamicShared;
+  const std::lock_guard<std::mutex> lock(dynamic_shared_mutex);
+  const auto it = dynamic_shared_opt_in.find(kernel);
+  return it == dynamic_shared_opt_in.end() ? kDefaultDynamicShared : it->second;
+}
 int live_events() { return live_event_count; }
 size_t device_bytes_from(const void* pointer) {
   std::lock_guard lock(allocations_mutex);

@@ -95,6 +95,29 @@ TEST_CASE("cuda_emu: a bad launch geometry sets cudaErrorInvalidConfiguration an
   CHECK(cudaGetLastError() == cudaSuccess);  // read once, then cleared
 }
 
+TEST_CASE("cuda_emu: dynamic shared memory past 48 KiB needs the kernel's own opt-in, else cudaErrorInvalidValue") {
+  // CUDA C++ Programming Guide, "Shared Memory": above 48 KB per block a kernel must opt in with
+  // cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, n); a launch past its limit
+  // fails with cudaErrorInvalidValue ("invalid argument") and runs nothing. The limit is per kernel.
+  constexpr size_t kDefault = 48 * 1024, kOptIn = 64 * 1024;
+  int runs[2] = {0, 0};
+  CHECK(cuda_emu_probe::launch_dynamic_shared_probe(0, kDefault, runs) == cudaSuccess);  // at the default: runs
+  CHECK(runs[0] == 1);
+  CHECK(cuda_emu_probe::launch_dynamic_shared_probe(0, kDefault + 16, runs) == cudaErrorInvalidValue);
+  CHECK(runs[0] == 1);  // refused: did not run
+  REQUIRE(cuda_emu_probe::opt_in_dynamic_shared_probe(0, static_cast<int>(kOptIn)) == cudaSuccess);
+  CHECK(cuda_emu_probe::launch_dynamic_shared_probe(0, kOptIn, runs) == cudaSuccess);
+  CHECK(runs[0] == 2);
+  CHECK(cuda_emu_probe::launch_dynamic_shared_probe(0, kOptIn + 16, runs) == cudaErrorInvalidValue);  // past it
+  // the other kernel did not opt in: still 48 KiB
+  CHECK(cuda_emu_probe::launch_dynamic_shared_probe(1, kOptIn, runs) == cudaErrorInvalidValue);
+  CHECK(runs[1] == 0);
+  // an opt-in past the device's maximum (163 KiB on the emulated sm_80) is itself refused
+  CHECK(cuda_emu_probe::opt_in_dynamic_shared_probe(1, 200 * 1024) == cudaErrorInvalidValue);
+  (void)cudaGetLastError();
+  REQUIRE(cuda_emu_probe::opt_in_dynamic_shared_probe(0, static_cast<int>(kDefault)) == cudaSuccess);  // restore
+}
+
 TEST_CASE("cuda_emu: every block of a 3 × 2 grid runs once, with its own blockIdx") {
   std::vector<unsigned> seen(6 * 2, 0);
   cuda_emu::run_grid(dim3(3, 2), dim3(2), 0, [&] {

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # tests/cuda_emu/test_rewrite_launches.py — rewrite_launches.py's refusal of a __shared__ it does not rewrite
 # (docs/cuda-emulation.md "How it works"): the declarations it takes, the ones it must stop on with FILE:LINE,
-# and that a stopped run writes no output. Exit status 0 when every check holds.
+# and that a stopped run writes no output; and the kernel address each rewritten launch passes (its dynamic
+# shared memory limit is that kernel's). Exit status 0 when every check holds.
 import os
 import subprocess
 import sys
@@ -50,6 +51,31 @@ with tempfile.TemporaryDirectory() as d:
     check(run.returncode != 0, "the script exits non-zero")
     check(f"{source}:2:" in run.stderr, f"the message names FILE:2 (got {run.stderr!r})")
     check(not os.path.exists(output), "no output written")
+
+# Launches: the kernel's address for cudaFuncSetAttribute's per-kernel limit, nullptr where template
+# arguments are deduced (no address to name).
+LAUNCHES = """template <class T>
+__global__ void deduced(T* x) {}
+template <int kD>
+__global__ void __launch_bounds__(128)
+    tiled(float* x) {}
+__global__ void plain(float* x) {}
+void go(float* x, cudaStream_t s) {
+  deduced<<<1, 32>>>(x);
+  tiled<64><<<2, 128, 1024, s>>>(x);
+  plain<<<1, 1>>>(x);
+  auto* k = tiled<128>;
+  k<<<1, 1, 50000>>>(x);
+}
+"""
+rewritten = rewrite_launches.rewrite(LAUNCHES)
+check("::cuda_emu::launch(nullptr, 1, 32, 0, nullptr, [&] { deduced(x); })" in rewritten,
+      f"a deduced template kernel passes nullptr (got {rewritten!r})")
+check("::cuda_emu::launch(::cuda_emu::kernel_entry(tiled<64>), 2, 128, 1024, s, [&] { tiled<64>(x); })" in rewritten,
+      "explicit template arguments (after __launch_bounds__) pass that instantiation")
+check("::cuda_emu::launch(::cuda_emu::kernel_entry(plain), 1, 1, 0, nullptr," in rewritten, "a plain kernel")
+check("::cuda_emu::launch(::cuda_emu::kernel_entry(k), 1, 1, 50000, nullptr," in rewritten,
+      "a kernel pointer passes itself")
 
 for f in FAILURES:
     print("FAILED:", f)

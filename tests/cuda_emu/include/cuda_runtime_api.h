@@ -61,6 +61,9 @@ namespace cuda_emu {
 void set_last_error(cudaError_t error);
 // The largest dynamic shared memory a launch may ask for (the device's opt-in maximum).
 size_t max_dynamic_shared_bytes();
+// The dynamic shared memory a launch of `kernel` may ask for: 48 KiB (CUDA's default per kernel), or what
+// cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, n) last set for it. Null: 48 KiB.
+size_t dynamic_shared_limit(const void* kernel);
 // How many bytes of one cudaMalloc allocation lie at and after `pointer` (0: not inside a live allocation, e.g.
 // host memory or freed). The emulated NCCL's buffer check (nccl_emulated.cpp).
 size_t device_bytes_from(const void* pointer);
