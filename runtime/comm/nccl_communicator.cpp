@@ -166,10 +166,17 @@ struct NcclCommunicator::State {
     }
     check_cuda(cudaMemcpyAsync(s.scratch, data.data(), bytes, cudaMemcpyHostToDevice, s.host_stream), "cudaMemcpyAsync");
     s.enqueue_all_reduce(s.scratch, data.size(), type, s.host_stream);
+    // The bounded wait comes before the copy back: a device-to-pageable-host cudaMemcpyAsync returns only
+    // once the copy has completed (CUDA Runtime API, "API synchronization behavior"), so queued behind an
+    // all-reduce that a failed peer never finishes it would block the host with no deadline.
+    s.await_stream(fmt::format("ncclAllReduce of {} host bytes", bytes), s.host_stream);
     check_cuda(cudaMemcpyAsync(data.data(), s.scratch, bytes, cudaMemcpyDeviceToHost, s.host_stream), "cudaMemcpyAsync");
-    cudaEvent_t done = s.record_after(s.host_stream);
+  }
+  // Bounded wait for everything queued on `stream` so far (an event recorded now, then await).
+  void await_stream(std::string_view what, cudaStream_t stream) {
+    cudaEvent_t done = record_after(stream);
     try {
-      s.await(fmt::format("ncclAllReduce of {} host bytes", bytes), done);
+      await(what, done);
     } catch (...) {
       cudaEventDestroy(done);
       throw;
