@@ -60,7 +60,10 @@ CudaDevice::CudaDevice(int device) : device_(device) {
   PTSIM_CUDA_CHECK(cudaMalloc(&cublas_workspace_, kCublasWorkspaceBytes));
   PTSIM_CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes));
   PTSIM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&error_), sizeof(DeviceError)));
-  PTSIM_CUDA_CHECK(cudaMemset(error_, 0, sizeof(DeviceError)));
+  // On the compute stream, not the legacy default one (cudaMemset): a cudaStreamNonBlocking stream does not
+  // wait for the legacy stream, and a device memset may still be running when the call returns, so a
+  // kernel's first report could otherwise be zeroed after it was written.
+  PTSIM_CUDA_CHECK(cudaMemsetAsync(error_, 0, sizeof(DeviceError), compute));
   PTSIM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&norm_result_), sizeof(double)));
 }
 
@@ -330,7 +333,8 @@ void CudaDevice::raise_device_errors() {
   DeviceError e;
   PTSIM_CUDA_CHECK(cudaMemcpy(&e, error_, sizeof(DeviceError), cudaMemcpyDeviceToHost));
   if (e.kind == 0) return;
-  PTSIM_CUDA_CHECK(cudaMemset(error_, 0, sizeof(DeviceError)));
+  // Cleared in the compute stream's order (as in the constructor): before every kernel queued after this call.
+  PTSIM_CUDA_CHECK(cudaMemsetAsync(error_, 0, sizeof(DeviceError), compute_stream()));
   switch (static_cast<DeviceErrorKind>(e.kind)) {
     case DeviceErrorKind::token_id:
       throw core::InputError(fmt::format("token id {} at row {} is outside the embedding table's {} rows", e.value,
