@@ -167,6 +167,31 @@ TEST_CASE("backend gemm_with_bias_grad on the emulated cuBLASLt: BGRADB (dy = A)
     }
 }
 
+TEST_CASE("backend LtGemm::run: a matmul that refuses the heuristic's algorithm falls back, enqueues nothing") {
+  // The emulated cuBLASLt's heuristic offers an algorithm for BGRADB at alpha 0.5, and its matmul refuses it
+  // (CUBLAS_STATUS_NOT_SUPPORTED: whether alpha scales the bias gradient is undocumented). A real cuBLASLt may
+  // refuse a heuristic's algorithm the same way; gemm_with_bias_grad must then say false (the caller runs the
+  // unfused GEMM and bias_grad) rather than throw out of the training step, and leave C and the vector as
+  // they were (both calls: the second finds the cached entry).
+  emu::LtGemm lt;
+  GemmAttrs g = attrs(true, false, false, false);
+  g.alpha = 1.0;  // bias_grad_epilogue itself pairs only unscaled GEMMs; the call below is given alpha 0.5
+  const auto ep = emu::bias_grad_epilogue(g, emu::GemmOperand::a, g.k, g.m);
+  REQUIRE(ep.has_value());
+  g.alpha = 0.5;
+  Buffer a(emu::GemmElement::f32, 35), b(emu::GemmElement::f32, 21), c(emu::GemmElement::f32, 15),
+      grad(emu::GemmElement::f32, 8);
+  a.fill(3), b.fill(5), c.fill(6);
+  for (int call = 0; call < 2; ++call) {
+    INFO("call ", call);
+    CHECK_FALSE(emu::gemm_with_bias_grad(lt, c.device, a.device, b.device, static_cast<float*>(grad.device), g, *ep,
+                                         false, nullptr));
+    CHECK(lt.cached_shapes() == 1);
+  }
+  for (size_t i = 0; i < c.host.size(); ++i) CHECK(c.device_at(i) == c.host[i]);  // untouched
+  for (size_t v = 0; v < 8; ++v) CHECK(std::isnan(grad.device_at(v)));           // still the NaN fill
+}
+
 TEST_CASE("backend batched_gemm_forward on the emulated cublasGemmStridedBatchedEx: batch 3, fp32 and fp16") {
   Blas blas;
   for (const bool ta : {false, true})

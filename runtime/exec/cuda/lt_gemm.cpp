@@ -98,7 +98,7 @@ LtGemm::~LtGemm() {
   (void)cublasLtDestroy(handle_);
 }
 
-const LtGemmEntry& LtGemm::entry_for(const LtGemmPlan& plan, bool tf32, int alignment) {
+LtGemmEntry& LtGemm::entry_for(const LtGemmPlan& plan, bool tf32, int alignment) {
   for (const auto& e : entries_)
     if (e->plan == plan && e->tf32 == tf32 && e->alignment == alignment) return *e;
   auto e = std::make_unique<LtGemmEntry>();
@@ -125,11 +125,19 @@ const LtGemmEntry& LtGemm::entry_for(const LtGemmPlan& plan, bool tf32, int alig
 
 bool LtGemm::run(const LtGemmPlan& plan, float alpha, float beta, bool tf32, const LtGemmOperands& ops,
                  cudaStream_t stream) {
-  const LtGemmEntry& e = entry_for(plan, tf32, common_alignment(plan, ops));
+  LtGemmEntry& e = entry_for(plan, tf32, common_alignment(plan, ops));
   if (!e.has_algorithm) return false;
   if (plan.epilogue != LtEpilogue::none) set_desc(e.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, ops.vector);
-  PTSIM_CUBLAS_CHECK(cublasLtMatmul(handle_, e.desc, &alpha, ops.a, e.a, ops.b, e.b, &beta, ops.d, e.d, ops.d, e.d,
-                                    &e.heuristic.algo, workspace_, kWorkspaceBytes, stream));
+  const cublasStatus_t status = cublasLtMatmul(handle_, e.desc, &alpha, ops.a, e.a, ops.b, e.b, &beta, ops.d, e.d,
+                                               ops.d, e.d, &e.heuristic.algo, workspace_, kWorkspaceBytes, stream);
+  // The heuristic's algorithm is no promise that the matmul takes these arguments (cublasLt.h:
+  // NOT_SUPPORTED "if the configured operation cannot be run using the selected algo"): then nothing was
+  // enqueued, the unfused path runs, and this shape is not asked again.
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
+    e.has_algorithm = false;
+    return false;
+  }
+  check_cublas(status, "cublasLtMatmul");
   return true;
 }
 

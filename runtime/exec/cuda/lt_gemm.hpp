@@ -46,8 +46,9 @@ class LtGemm {
   LtGemm& operator=(const LtGemm&) = delete;
 
   // D = alpha·op(A)·op(B) + beta·D with plan's epilogue, enqueued on `stream`. False (nothing enqueued)
-  // when cuBLASLt's heuristic offers no algorithm for this shape, types and epilogue, or cublasLt.h does
-  // not document the plan's vector type (lt_vector_type_documented): the caller runs its unfused path.
+  // when cuBLASLt's heuristic offers no algorithm for this shape, types and epilogue, when cublasLtMatmul
+  // refuses that algorithm for these arguments (CUBLAS_STATUS_NOT_SUPPORTED), or cublasLt.h does not
+  // document the plan's vector type (lt_vector_type_documented): the caller runs its unfused path.
   // The answer is cached, so the heuristic is asked once per shape. tf32 applies to fp32 operands only.
   bool run(const LtGemmPlan& plan, float alpha, float beta, bool tf32, const LtGemmOperands& ops,
            cudaStream_t stream);
@@ -57,7 +58,7 @@ class LtGemm {
   size_t cached_shapes() const { return entries_.size(); }
 
  private:
-  const LtGemmEntry& entry_for(const LtGemmPlan& plan, bool tf32, int alignment);
+  LtGemmEntry& entry_for(const LtGemmPlan& plan, bool tf32, int alignment);
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   std::vector<std::unique_ptr<LtGemmEntry>> entries_;
