@@ -162,6 +162,17 @@ def calibrate(args, op_times):
 # ---------------------------------------------------------------------------------------------- torch
 
 
+def set_tf32(torch, enabled):
+    """TF32 for fp32 matmuls and convolutions on or off. PyTorch 2.9 introduced the fp32_precision settings
+    and announces allow_tf32's deprecation after it (a warning naming the new settings), so the new settings
+    where they exist (the benchmark machine's PyTorch 2.11), the old flags before."""
+    matmul, conv = torch.backends.cuda.matmul, torch.backends.cudnn
+    if hasattr(matmul, "fp32_precision") and hasattr(getattr(conv, "conv", None), "fp32_precision"):
+        matmul.fp32_precision = conv.conv.fp32_precision = "tf32" if enabled else "ieee"
+    else:
+        matmul.allow_tf32 = conv.allow_tf32 = enabled
+
+
 def torch_worker(spec):
     """Runs in a child process: times one torch configuration; prints one JSON line."""
     import torch
@@ -170,8 +181,7 @@ def torch_worker(spec):
     torch.manual_seed(1234)
     prec = spec["precision"]
     if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"
-        torch.backends.cudnn.allow_tf32 = prec == "tf32"
+        set_tf32(torch, prec == "tf32")
     else:
         torch.set_num_threads(spec["threads"])
     with open(spec["model_json"]) as f:
