@@ -14,7 +14,6 @@ namespace {
 
 cublasComputeType_t compute_type(bool tf32) { return tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; }
 cublasOperation_t op(bool trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; }
-int as_int(int64_t v) { return static_cast<int>(v); }
 
 }  // namespace
 
@@ -27,10 +26,10 @@ void gemm_forward(cublasHandle_t handle, LtGemm* lt, float* C, const float* A, c
     if (lt->run(lt_gemm_plan(a, LtEpilogue::bias), alpha, beta, tf32, ops, stream)) return;
   }
   const ColumnMajorGemm c = column_major_gemm(a);
-  PTSIM_CUBLAS_CHECK(cublasGemmEx(handle, op(c.trans_first), op(c.trans_second), as_int(c.rows), as_int(c.cols),
-                                  as_int(c.inner), &alpha, B, CUDA_R_32F, as_int(c.ld_first), A, CUDA_R_32F,
-                                  as_int(c.ld_second), &beta, C, CUDA_R_32F, as_int(c.ld_out), compute_type(tf32),
-                                  CUBLAS_GEMM_DEFAULT));
+  const BlasDims d = blas_dims(c);
+  PTSIM_CUBLAS_CHECK(cublasGemmEx(handle, op(c.trans_first), op(c.trans_second), d.rows, d.cols, d.inner, &alpha, B,
+                                  CUDA_R_32F, d.ld_first, A, CUDA_R_32F, d.ld_second, &beta, C, CUDA_R_32F, d.ld_out,
+                                  compute_type(tf32), CUBLAS_GEMM_DEFAULT));
   if (a.has_bias) {
     launch_add_bias_rows(C, bias, a.m, a.n, stream);
     check_launch("add_bias_rows");
@@ -48,11 +47,12 @@ bool gemm_with_bias_grad(LtGemm& lt, void* C, const void* A, const void* B, floa
 void batched_gemm_forward(cublasHandle_t handle, float* C, const float* A, const float* B,
                           const models::GemmAttrs& a, bool tf32) {
   const ColumnMajorGemm c = column_major_gemm(a);
+  const BlasDims d = blas_dims(c);
   const float alpha = static_cast<float>(a.alpha), beta = a.accumulate ? 1.0f : 0.0f;
   PTSIM_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-      handle, op(c.trans_first), op(c.trans_second), as_int(c.rows), as_int(c.cols), as_int(c.inner), &alpha, B,
-      CUDA_R_32F, as_int(c.ld_first), c.stride_first, A, CUDA_R_32F, as_int(c.ld_second), c.stride_second, &beta, C,
-      CUDA_R_32F, as_int(c.ld_out), c.stride_out, as_int(a.batch), compute_type(tf32), CUBLAS_GEMM_DEFAULT));
+      handle, op(c.trans_first), op(c.trans_second), d.rows, d.cols, d.inner, &alpha, B, CUDA_R_32F, d.ld_first,
+      c.stride_first, A, CUDA_R_32F, d.ld_second, c.stride_second, &beta, C, CUDA_R_32F, d.ld_out, c.stride_out,
+      blas_int(a.batch, "batch"), compute_type(tf32), CUBLAS_GEMM_DEFAULT));
 }
 
 namespace {
@@ -61,11 +61,11 @@ namespace {
 void gemm_ex_16bit(cublasHandle_t handle, void* C, cudaDataType_t c_type, const void* A, const void* B,
                    GemmElement ab, const models::GemmAttrs& a, float beta) {
   const ColumnMajorGemm c = column_major_gemm(a);
+  const BlasDims d = blas_dims(c);
   const float alpha = static_cast<float>(a.alpha);
-  PTSIM_CUBLAS_CHECK(cublasGemmEx(handle, op(c.trans_first), op(c.trans_second), as_int(c.rows), as_int(c.cols),
-                                  as_int(c.inner), &alpha, B, cuda_data_type(ab), as_int(c.ld_first), A,
-                                  cuda_data_type(ab), as_int(c.ld_second), &beta, C, c_type, as_int(c.ld_out),
-                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  PTSIM_CUBLAS_CHECK(cublasGemmEx(handle, op(c.trans_first), op(c.trans_second), d.rows, d.cols, d.inner, &alpha, B,
+                                  cuda_data_type(ab), d.ld_first, A, cuda_data_type(ab), d.ld_second, &beta, C, c_type,
+                                  d.ld_out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace
@@ -91,13 +91,13 @@ void gemm_forward_16bit(cublasHandle_t handle, LtGemm* lt, const GemmOperands16&
 void batched_gemm_forward_16bit(cublasHandle_t handle, const GemmOperands16& o, const GemmTypes& t,
                                 const models::GemmAttrs& a) {
   const ColumnMajorGemm c = column_major_gemm(a);
+  const BlasDims d = blas_dims(c);
   const float alpha = static_cast<float>(a.alpha), beta = a.accumulate ? 1.0f : 0.0f;
   const cudaDataType_t ab = cuda_data_type(t.ab);
   PTSIM_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-      handle, op(c.trans_first), op(c.trans_second), as_int(c.rows), as_int(c.cols), as_int(c.inner), &alpha, o.b,
-      ab, as_int(c.ld_first), c.stride_first, o.a, ab, as_int(c.ld_second), c.stride_second, &beta, o.c,
-      cuda_data_type(t.cd), as_int(c.ld_out), c.stride_out, as_int(a.batch), CUBLAS_COMPUTE_32F,
-      CUBLAS_GEMM_DEFAULT));
+      handle, op(c.trans_first), op(c.trans_second), d.rows, d.cols, d.inner, &alpha, o.b, ab, d.ld_first,
+      c.stride_first, o.a, ab, d.ld_second, c.stride_second, &beta, o.c, cuda_data_type(t.cd), d.ld_out,
+      c.stride_out, blas_int(a.batch, "batch"), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace ptsim::runtime::cuda

@@ -7,6 +7,9 @@
 // matrices: B (k,n) → n, or (n,k) with trans_b → k; A (m,k) → k, or (k,m) with trans_a → m; C → n.
 #pragma once
 #include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
 
 #include "models/task_graph.hpp"  // defines: GemmAttrs
 
@@ -19,6 +22,22 @@ struct ColumnMajorGemm {
   int64_t ld_first = 0, ld_second = 0, ld_out = 0;
   // Batched: elements between consecutive matrices of B, A and C.
   int64_t stride_first = 0, stride_second = 0, stride_out = 0;
+};
+
+// A dimension, leading dimension or batch count as the int cublasGemmEx / cublasGemmStridedBatchedEx take
+// (their strides are long long: those stay int64). Past INT_MAX a cast would silently wrap into another GEMM;
+// this throws std::invalid_argument naming the value instead.
+inline int blas_int(int64_t value, const char* what) {
+  if (value < 0 || value > std::numeric_limits<int>::max())
+    throw std::invalid_argument(std::string("cuBLAS GEMM: ") + what + " " + std::to_string(value) +
+                                " is outside the 32-bit int cuBLAS takes (0.." +
+                                std::to_string(std::numeric_limits<int>::max()) + ")");
+  return static_cast<int>(value);
+}
+
+// The int arguments of one cuBLAS call (BLAS m, n, k and the leading dimensions), each checked by blas_int.
+struct BlasDims {
+  int rows = 0, cols = 0, inner = 0, ld_first = 0, ld_second = 0, ld_out = 0;
 };
 
 inline ColumnMajorGemm column_major_gemm(const models::GemmAttrs& a) {
@@ -35,6 +54,12 @@ inline ColumnMajorGemm column_major_gemm(const models::GemmAttrs& a) {
   c.stride_second = a.m * a.k;
   c.stride_out = a.m * a.n;
   return c;
+}
+
+inline BlasDims blas_dims(const ColumnMajorGemm& c) {
+  return {blas_int(c.rows, "m (the output's columns)"), blas_int(c.cols, "n (the output's rows)"),
+          blas_int(c.inner, "k"), blas_int(c.ld_first, "lda"), blas_int(c.ld_second, "ldb"),
+          blas_int(c.ld_out, "ldc")};
 }
 
 }  // namespace ptsim::runtime::cuda

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -180,6 +181,27 @@ TEST_CASE("CUDA GEMM layout: the column-major call it makes equals cpu::gemm_for
     CHECK(c.stride_second == a.m * a.k);
     CHECK(c.stride_out == a.m * a.n);
   }
+}
+
+TEST_CASE("gemm_layout: cuBLAS's int arguments are range-checked, not wrapped") {
+  // cublasGemmEx takes m, n, k and the leading dimensions as int: the MLM head of BERT-large at seq 128 ×
+  // batch 256 (m = 32,768 rows, n = 30,522 classes, k = 1,024) fits; a dimension of 2^31 would wrap to a
+  // negative int (another GEMM, or a cuBLAS error naming no cause) and must be refused with its name.
+  ptsim::models::GemmAttrs a;
+  a.m = 32768;
+  a.n = 30522;
+  a.k = 1024;
+  const cuda::BlasDims d = cuda::blas_dims(cuda::column_major_gemm(a));
+  CHECK(d.rows == 30522);  // BLAS m is the graph's n (gemm_layout.hpp)
+  CHECK(d.cols == 32768);
+  CHECK(d.inner == 1024);
+  CHECK(d.ld_out == 30522);
+  a.m = int64_t{1} << 31;
+  CHECK_THROWS_WITH_AS(cuda::blas_dims(cuda::column_major_gemm(a)),
+                       doctest::Contains("n (the output's rows) 2147483648 is outside the 32-bit int"),
+                       std::invalid_argument);
+  CHECK(cuda::blas_int(std::numeric_limits<int>::max(), "k") == std::numeric_limits<int>::max());
+  CHECK_THROWS_AS(cuda::blas_int(-1, "k"), std::invalid_argument);
 }
 
 TEST_CASE("backend factory: cuda without a GPU (or without the CUDA backend) is an InputError naming why") {
