@@ -171,6 +171,8 @@ struct NcclCommunicator::State {
     // all-reduce that a failed peer never finishes it would block the host with no deadline.
     s.await_stream(fmt::format("ncclAllReduce of {} host bytes", bytes), s.host_stream);
     check_cuda(cudaMemcpyAsync(data.data(), s.scratch, bytes, cudaMemcpyDeviceToHost, s.host_stream), "cudaMemcpyAsync");
+    // Into pinned memory the copy returns before it completes: wait for it too (at once for pageable memory).
+    s.await_stream(fmt::format("the copy back of {} host bytes", bytes), s.host_stream);
   }
   // Bounded wait for everything queued on `stream` so far (an event recorded now, then await).
   void await_stream(std::string_view what, cudaStream_t stream) {
