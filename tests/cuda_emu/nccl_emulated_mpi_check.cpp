@@ -98,7 +98,7 @@ void check_wide_sums(runtime::NcclCommunicator& nccl, runtime::Backend& backend)
   for (size_t i = 0; i < n; ++i) mine[i] = value(nccl.rank(), i);
   const auto span = runtime::DeviceSpan::of(backend.allocate(n * sizeof(T)));
   backend.copy_to_device(span, mine.data());
-  const auto type = sizeof(T) == 8 ? runtime::ComputeType::f64 : runtime::ComputeType::f32;
+  const auto type = sizeof(T) == 8 ? models::DType::f64 : models::DType::f32;
   nccl.wait(nccl.start_all_reduce_sum(backend, span, type, runtime::Stream{}));
   backend.copy_to_host(got.data(), span);
   size_t wrong = 0;
