@@ -315,7 +315,8 @@ std::vector<std::set<int64_t>> on_every_rank(const std::set<int64_t>& steps, int
 // with describe() (the MESSAGE lines). The replica check this test came with only reads state: with
 // 41ecc72's runtime/train/trainer.cpp put back, every bit comparison below passes unchanged (only the
 // replica_state_hash checks fail). Compared exactly (no tolerance): the point is that a change of storage
-// (weights and gradients as 16 bits, the all-reduce through an fp32 staging buffer) computes what main
+// (weights and gradients as 16 bits, the all-reduce through an fp32 staging buffer, and since then the
+// buckets summed in their 16-bit type: for 2 ranks the same bits, docs/executor.md) computes what main
 // computes, to the bit, as test_16bit_storage.cpp holds the 16-bit activations to. Another OpenBLAS
 // kernel sums the GEMMs in another order and gives other bits at every precision, so the recorded 16-bit
 // bits are compared only where the fp32 run reproduces its recorded bits (the same GEMM arithmetic);
