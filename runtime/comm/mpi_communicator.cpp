@@ -20,6 +20,8 @@
 #endif
 
 #include "runtime/exec/backend.hpp"
+#include "runtime/exec/math/half_bits.hpp"
+#include "runtime/exec/precision.hpp"  // defines: is_16bit_float
 
 namespace ptsim::runtime {
 
@@ -35,26 +37,50 @@ void check_mpi(int code, const char* call) {
   throw std::runtime_error(fmt::format("{} failed: {}", call, std::string(text, static_cast<size_t>(length))));
 }
 
+// The 16-bit sums (MPI_Op_create, commutative): inout[i] ← round(widen(in[i]) + widen(inout[i])), the fp32
+// add rounded to nearest even once per pairwise add (math/half_bits.hpp, the conversions of the whole
+// runtime). The elements are MPI_UINT16_T (2 bytes, carried as bits).
+template <float (*widen)(uint16_t), uint16_t (*narrow)(float)>
+void sum_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = narrow(widen(a[i]) + widen(b[i]));
+}
+
+}  // namespace
+
+// The two 16-bit sum ops of a communicator (MPI_Op_create in its constructor, MPI_Op_free in its destructor).
+struct MpiSumOps {
+  MPI_Op bf16 = MPI_OP_NULL;
+  MPI_Op f16 = MPI_OP_NULL;
+};
+
+namespace {
+
+// An element type as MPI sums it: the datatype and the op.
+struct MpiSum {
+  MPI_Datatype type;
+  MPI_Op op;
+};
+
 // MPI counts are int: split big buffers into chunks of at most INT_MAX elements.
-template <class T>
-void all_reduce_in_place(std::span<T> data, MPI_Datatype type) {
-  size_t done = 0;
-  while (done < data.size()) {
-    const size_t n = std::min<size_t>(data.size() - done, static_cast<size_t>(INT_MAX));
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, data.data() + done, static_cast<int>(n), type, MPI_SUM, MPI_COMM_WORLD),
+void all_reduce_in_place(void* data, size_t count, size_t element_bytes, MpiSum sum) {
+  for (size_t done = 0; done < count;) {
+    const size_t n = std::min<size_t>(count - done, static_cast<size_t>(INT_MAX));
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, static_cast<std::byte*>(data) + done * element_bytes, static_cast<int>(n),
+                            sum.type, sum.op, MPI_COMM_WORLD),
               "MPI_Allreduce");
     done += n;
   }
 }
 
 // MPI_Iallreduce in place over chunks of at most INT_MAX elements; one request per chunk.
-template <class T>
-void start_in_place(T* data, size_t count, MPI_Datatype type, std::vector<MPI_Request>& requests) {
+void start_in_place(void* data, size_t count, size_t element_bytes, MpiSum sum, std::vector<MPI_Request>& requests) {
   for (size_t done = 0; done < count;) {
     const size_t n = std::min<size_t>(count - done, static_cast<size_t>(INT_MAX));
     requests.emplace_back();
-    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data + done, static_cast<int>(n), type, MPI_SUM, MPI_COMM_WORLD,
-                             &requests.back()),
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, static_cast<std::byte*>(data) + done * element_bytes, static_cast<int>(n),
+                             sum.type, sum.op, MPI_COMM_WORLD, &requests.back()),
               "MPI_Iallreduce");
     done += n;
   }
@@ -108,16 +134,50 @@ void MpiSession::abort(int code) {
 MpiCommunicator::MpiCommunicator() {
   check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+  sum_ops_ = std::make_unique<MpiSumOps>();
+  check_mpi(MPI_Op_create(&sum_16bit<math::bf16_to_float, math::float_to_bf16>, 1, &sum_ops_->bf16),
+            "MPI_Op_create (bf16 sum)");
+  check_mpi(MPI_Op_create(&sum_16bit<math::f16_to_float, math::float_to_f16>, 1, &sum_ops_->f16),
+            "MPI_Op_create (f16 sum)");
 }
 
 MpiCommunicator::~MpiCommunicator() {
   // A request left behind (an exception between start and wait) must finish before its memory goes.
   for (auto& p : pending_)
     if (p) MPI_Waitall(static_cast<int>(p->requests.size()), p->requests.data(), MPI_STATUSES_IGNORE);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  for (MPI_Op* op : {&sum_ops_->bf16, &sum_ops_->f16})
+    if (*op != MPI_OP_NULL) MPI_Op_free(op);
 }
 
-CommRequest MpiCommunicator::start_all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType type,
+bool MpiCommunicator::sums_natively(models::DType dtype) const {
+  return Communicator::sums_natively(dtype) || dtype == models::DType::f16 || dtype == models::DType::bf16;
+}
+
+namespace {
+// How MPI sums elements of `dtype`: MPI_SUM over MPI_FLOAT / MPI_DOUBLE, the 16-bit ops over MPI_UINT16_T.
+MpiSum mpi_sum(models::DType dtype, const MpiSumOps& ops) {
+  switch (dtype) {
+    case models::DType::f32: return {MPI_FLOAT, MPI_SUM};
+    case models::DType::f64: return {MPI_DOUBLE, MPI_SUM};
+    case models::DType::bf16: return {MPI_UINT16_T, ops.bf16};
+    case models::DType::f16: return {MPI_UINT16_T, ops.f16};
+    default: break;
+  }
+  throw std::invalid_argument(fmt::format("MpiCommunicator: cannot sum elements of dtype {} (f32, f64, f16, bf16)",
+                                          models::to_string(dtype)));
+}
+}  // namespace
+
+CommRequest MpiCommunicator::start_all_reduce_sum(Backend& backend, const DeviceSpan& data, models::DType dtype,
                                                   Stream stream) {
+  const MpiSum sum = mpi_sum(dtype, *sum_ops_);
+  const auto element = static_cast<size_t>(models::dtype_bytes(dtype));
+  if (data.bytes % element != 0)
+    throw std::invalid_argument(fmt::format("MpiCommunicator: {} bytes is not a whole number of {} elements", data.bytes,
+                                            models::to_string(dtype)));
   backend.synchronize(stream);  // the host collective reads the memory from now on
   auto p = std::make_unique<Pending>();
   std::byte* bytes = nullptr;
@@ -130,10 +190,7 @@ CommRequest MpiCommunicator::start_all_reduce_sum(Backend& backend, const Device
     p->span = data;
     bytes = p->host.data();
   }
-  if (type == ComputeType::f64)
-    start_in_place(reinterpret_cast<double*>(bytes), data.bytes / sizeof(double), MPI_DOUBLE, p->requests);
-  else
-    start_in_place(reinterpret_cast<float*>(bytes), data.bytes / sizeof(float), MPI_FLOAT, p->requests);
+  start_in_place(bytes, data.bytes / element, element, sum, p->requests);
   pending_.push_back(std::move(p));
   return CommRequest{static_cast<int32_t>(pending_.size() - 1)};
 }
@@ -159,8 +216,18 @@ void MpiCommunicator::progress() {
   }
 }
 
-void MpiCommunicator::all_reduce_sum(std::span<float> data) { all_reduce_in_place(data, MPI_FLOAT); }
-void MpiCommunicator::all_reduce_sum(std::span<double> data) { all_reduce_in_place(data, MPI_DOUBLE); }
+void MpiCommunicator::all_reduce_sum(std::span<float> data) {
+  all_reduce_in_place(data.data(), data.size(), sizeof(float), {MPI_FLOAT, MPI_SUM});
+}
+void MpiCommunicator::all_reduce_sum(std::span<double> data) {
+  all_reduce_in_place(data.data(), data.size(), sizeof(double), {MPI_DOUBLE, MPI_SUM});
+}
+void MpiCommunicator::all_reduce_sum_16bit(std::span<uint16_t> data, models::DType dtype) {
+  if (!is_16bit_float(dtype))
+    throw std::invalid_argument(fmt::format("MpiCommunicator::all_reduce_sum_16bit: dtype {} is not f16 or bf16",
+                                            models::to_string(dtype)));
+  all_reduce_in_place(data.data(), data.size(), sizeof(uint16_t), mpi_sum(dtype, *sum_ops_));
+}
 void MpiCommunicator::barrier() { check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
 
 std::vector<std::string> MpiCommunicator::gather_strings_to_root(const std::string& mine) {

@@ -1,6 +1,7 @@
 // runtime/comm/mpi_communicator.hpp — data-parallel collectives over MPI (MPI_COMM_WORLD).
 // MpiSession owns MPI_Init_thread/MPI_Finalize (RAII, one per process); MpiCommunicator sums buffers in
-// place with MPI_Allreduce (MPI_IN_PLACE, MPI_FLOAT / MPI_DOUBLE, MPI_SUM), or without blocking with
+// place with MPI_Allreduce (MPI_IN_PLACE, MPI_FLOAT / MPI_DOUBLE with MPI_SUM, f16/bf16 bits as MPI_UINT16_T
+// with the communicator's own 16-bit sum ops), or without blocking with
 // MPI_Iallreduce (the gradient buckets the executor starts during backward; progress() is MPI_Testall).
 // Compiled only when ptsim is built with MPI (PTSIM_HAVE_MPI; meson option `mpi`).
 // Not here: NCCL (comes with the CUDA backend), sub-communicators for tensor parallelism.
@@ -25,6 +26,8 @@ inline bool launched_by_mpi() {
 }
 
 #ifdef PTSIM_HAVE_MPI
+
+struct MpiSumOps;  // the 16-bit sum ops (mpi_communicator.cpp)
 
 // MPI_Init_thread(MPI_THREAD_FUNNELED) in the constructor (unless MPI is already initialised),
 // MPI_Finalize in the destructor (if this session initialised it). Only the main thread calls MPI.
@@ -55,10 +58,16 @@ class MpiCommunicator final : public Communicator {
   using Communicator::all_reduce_sum;  // the backend-span form: the host path over these
   void all_reduce_sum(std::span<float> data) override;
   void all_reduce_sum(std::span<double> data) override;
+  // f16/bf16 through a user-defined, commutative MPI_Op over MPI_UINT16_T: each pairwise add widens both
+  // operands to fp32, adds and rounds to nearest even once (math/half_bits.hpp), as NCCL sums 16-bit types.
+  void all_reduce_sum_16bit(std::span<uint16_t> data, models::DType dtype) override;
+  bool sums_natively(models::DType dtype) const override;  // f32, f64, f16, bf16
   // MPI_Iallreduce in place on host-addressable backend memory (through a host copy otherwise, copied
-  // back in wait). For 2 ranks the sum is a + b whatever the algorithm, so it equals the blocking one to
-  // the bit; for more ranks Open MPI's non-blocking algorithms may add in another order.
-  CommRequest start_all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType type, Stream stream) override;
+  // back in wait); f32/f64 with MPI_SUM, f16/bf16 with the 16-bit ops. For 2 ranks the sum is a + b
+  // whatever the algorithm, so it equals the blocking one to the bit; for more ranks Open MPI's
+  // non-blocking algorithms may add in another order (and a 16-bit sum then rounds at other points).
+  CommRequest start_all_reduce_sum(Backend& backend, const DeviceSpan& data, models::DType dtype,
+                                   Stream stream) override;
   void wait(CommRequest request) override;
   void progress() override;
   void barrier() override;
@@ -70,6 +79,7 @@ class MpiCommunicator final : public Communicator {
   struct Pending;  // one started collective (mpi_communicator.cpp)
   int rank_ = 0;
   int size_ = 1;
+  std::unique_ptr<MpiSumOps> sum_ops_;
   std::vector<std::unique_ptr<Pending>> pending_;  // [request id]; null once waited for
 };
 

@@ -259,14 +259,13 @@ CommRequest NcclCommunicator::start_all_reduce_sum(Backend& backend, const Devic
   return CommRequest{static_cast<int32_t>(state_->requests.size() - 1)};
 }
 
-CommRequest NcclCommunicator::start_all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType type,
-                                                   Stream stream) {
-  return start_all_reduce_sum(backend, data, type == ComputeType::f64 ? models::DType::f64 : models::DType::f32,
-                              stream);
+bool NcclCommunicator::sums_natively(models::DType dtype) const {
+  return dtype == models::DType::f32 || dtype == models::DType::f64 || dtype == models::DType::f16 ||
+         dtype == models::DType::bf16;
 }
 
-void NcclCommunicator::all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType type, Stream stream) {
-  const CommRequest r = start_all_reduce_sum(backend, data, type, stream);
+void NcclCommunicator::all_reduce_sum(Backend& backend, const DeviceSpan& data, models::DType dtype, Stream stream) {
+  const CommRequest r = start_all_reduce_sum(backend, data, dtype, stream);
   // Not waited for here: queued work on `stream` after this sees the sum; the next host-side check bounds it.
   auto& requests = state_->requests;
   state_->unchecked.push_back(requests[static_cast<size_t>(r.id)]);
@@ -296,6 +295,12 @@ void NcclCommunicator::wait(CommRequest request) {
 
 void NcclCommunicator::all_reduce_sum(std::span<float> data) { state_->host_all_reduce(data, ncclFloat32); }
 void NcclCommunicator::all_reduce_sum(std::span<double> data) { state_->host_all_reduce(data, ncclFloat64); }
+void NcclCommunicator::all_reduce_sum_16bit(std::span<uint16_t> data, models::DType dtype) {
+  if (dtype != models::DType::f16 && dtype != models::DType::bf16)
+    throw std::invalid_argument(fmt::format("NcclCommunicator::all_reduce_sum_16bit: dtype {} is not f16 or bf16",
+                                            models::to_string(dtype)));
+  state_->host_all_reduce(data, nccl_type(dtype));
+}
 
 void NcclCommunicator::barrier() {
   float one = 1.0f;  // an all-reduce every rank must join: a barrier with the deadline

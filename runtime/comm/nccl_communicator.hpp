@@ -45,13 +45,15 @@ class NcclCommunicator final : public Communicator {
   // sum is back in `data` (bounded by the timeout).
   void all_reduce_sum(std::span<float> data) override;
   void all_reduce_sum(std::span<double> data) override;
-  // ncclAllReduce in place on `stream`, returning at once; f32 → ncclFloat32, f64 → ncclFloat64. The next
-  // wait(), host all-reduce or barrier checks that it finished (bounded by the timeout).
-  void all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType type, Stream stream) override;
-  // The same for elements stored as `dtype` (f32, f64, f16 → ncclFloat16, bf16 → ncclBfloat16): a CUDA
-  // backend that stores 16-bit gradients reduces them in their type, as DDP does.
-  CommRequest start_all_reduce_sum(Backend& backend, const DeviceSpan& data, models::DType dtype, Stream stream);
-  CommRequest start_all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType type, Stream stream) override;
+  void all_reduce_sum_16bit(std::span<uint16_t> data, models::DType dtype) override;  // f16 or bf16
+  // f32, f64, f16 and bf16: NCCL sums each in its own type (a 16-bit sum rounds at every add, as DDP's).
+  bool sums_natively(models::DType dtype) const override;
+  // ncclAllReduce in place on `stream`, returning at once; f32 → ncclFloat32, f64 → ncclFloat64, f16 →
+  // ncclFloat16, bf16 → ncclBfloat16 (the executor hands 16-bit gradient buckets over as they are stored,
+  // as DDP does). The next wait(), host all-reduce or barrier checks that it finished (bounded by the timeout).
+  void all_reduce_sum(Backend& backend, const DeviceSpan& data, models::DType dtype, Stream stream) override;
+  CommRequest start_all_reduce_sum(Backend& backend, const DeviceSpan& data, models::DType dtype,
+                                   Stream stream) override;
   // Host-waits (with the deadline) until the request's all-reduce has run on the device; the executor then
   // orders the compute stream after the comm stream with events.
   void wait(CommRequest request) override;

@@ -1,5 +1,5 @@
 // runtime/comm/single_process_communicator.hpp — the communicator of a run with one rank: size 1, every
-// collective a no-op (the sum over one rank is the data itself).
+// collective a no-op (the sum over one rank is the data itself), 16-bit elements included.
 // Not here: threads pretending to be ranks (use mpirun -np N for real data parallelism).
 #pragma once
 #include "runtime/comm/communicator.hpp"
@@ -13,6 +13,12 @@ class SingleProcessCommunicator final : public Communicator {
   using Communicator::all_reduce_sum;  // the backend-span form: the host path over these
   void all_reduce_sum(std::span<float>) override {}
   void all_reduce_sum(std::span<double>) override {}
+  void all_reduce_sum_16bit(std::span<uint16_t>, models::DType) override {}
+  // Every float type: the sum over one rank is the data itself, in its own type.
+  bool sums_natively(models::DType dtype) const override {
+    return dtype == models::DType::f32 || dtype == models::DType::f64 || dtype == models::DType::f16 ||
+           dtype == models::DType::bf16;
+  }
   void barrier() override {}
 };
 

@@ -105,6 +105,11 @@ class Backend {
   virtual void round_to_dtype(const DeviceSpan& span, models::DType dtype) = 0;
   // x ← x · factor (factor rounded to compute() first).
   virtual void scale(const DeviceSpan& span, double factor) = 0;
+  // x ← narrow(widen(x) · fp32(factor)) over 16-bit elements of `dtype` (f16 or bf16), in place: the fp32
+  // product rounded to nearest even (precision.hpp's narrow_16bit), what scale then round_to_dtype does on
+  // fp32 storage. The average of a 16-bit gradient bucket summed in its own type. f32 compute only. This
+  // default goes through host copies.
+  virtual void scale_16bit(const DeviceSpan& span, models::DType dtype, double factor);
   // Σ x² accumulated in double, in a fixed order (fixed-size chunks, partial sums added in chunk order),
   // so the result does not depend on threads or scheduling; returned through one small copy.
   virtual double sum_of_squares(const DeviceSpan& span) = 0;

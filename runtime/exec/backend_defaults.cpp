@@ -1,7 +1,7 @@
 // runtime/exec/backend_defaults.cpp — Backend's default step-tail operations for backends without their own
 // kernels: the scaled sum of squares (returned, or added to a sum in backend memory), the step's norm verdict
 // (StepScalars' norm, clip and skip fields), the loss scale's update, the micro-step loss sums and the
-// f32 ↔ 16-bit conversion, run by the CPU passes
+// f32 ↔ 16-bit conversion and the 16-bit scale, run by the CPU passes
 // (cpu_16bit_vectors.hpp) on host copies of the spans. Correct on any backend, bit for bit the CPU
 // backend's results, and slow (two host copies of the data). The optimizer's default is in
 // cpu_optimizer.cpp.
@@ -10,6 +10,7 @@
 
 #include "runtime/exec/backend.hpp"
 #include "runtime/exec/cpu_16bit_vectors.hpp"
+#include "runtime/exec/precision.hpp"  // defines: is_16bit_float
 
 namespace ptsim::runtime {
 
@@ -77,6 +78,15 @@ void Backend::add_to_sum(const DeviceSpan& sum, const DeviceSpan& value) {
   }
   total = total + v;
   copy_to_device(sum, &total);
+}
+
+void Backend::scale_16bit(const DeviceSpan& span, models::DType dtype, double factor) {
+  if (compute() != ComputeType::f32) throw std::logic_error("scale_16bit: f32 compute only");
+  if (!is_16bit_float(dtype)) throw std::invalid_argument("scale_16bit: the span holds f16 or bf16 elements");
+  std::vector<char> host(span.bytes);
+  copy_to_host(host.data(), span);
+  cpu::scale_16bit_host(host.data(), span.bytes / 2, dtype, static_cast<float>(factor), 1);
+  copy_to_device(span, host.data());
 }
 
 void Backend::convert(const DeviceSpan& dst, models::DType dst_dtype, const DeviceSpan& src, models::DType src_dtype) {

@@ -33,6 +33,19 @@ void convert_host(void* dst, models::DType dst_dtype, const void* src, models::D
   });
 }
 
+void scale_16bit_host(void* x, size_t n, models::DType dtype, float factor, int threads) {
+  if (!is_16bit_float(dtype)) throw std::logic_error("scale_16bit: only f16 and bf16 arrays");
+  for_each_chunk(chunk_count(n), threads, [&](size_t c) {
+    thread_local std::vector<float> scratch;
+    scratch.resize(kChunkElements);
+    const size_t begin = c * kChunkElements, count = std::min(n, begin + kChunkElements) - begin;
+    char* chunk = static_cast<char*>(x) + begin * 2;
+    widen_16bit(scratch.data(), chunk, count, dtype);
+    for (size_t i = 0; i < count; ++i) scratch[i] *= factor;  // fp32 product, as scale() on fp32 storage
+    narrow_16bit(chunk, scratch.data(), count, dtype);
+  });
+}
+
 const float* fp32_chunk(const void* grad, models::DType dtype, float factor, size_t begin, size_t n, float* scratch) {
   if (dtype == models::DType::f32) {
     const float* g = static_cast<const float*>(grad) + begin;

@@ -19,6 +19,10 @@ size_t tail_element_bytes(models::DType dtype);
 // dst (n elements of dst_dtype) ← src (n elements of src_dtype): narrow_16bit, widen_16bit or a copy.
 void convert_host(void* dst, models::DType dst_dtype, const void* src, models::DType src_dtype, size_t n, int threads);
 
+// x[i] ← narrow(widen(x[i])·factor) over n elements of `dtype` (f16 or bf16) at x: the fp32 product rounded
+// to nearest even, chunk by chunk (each element on its own: any thread count gives the same bits).
+void scale_16bit_host(void* x, size_t n, models::DType dtype, float factor, int threads);
+
 // Σ (x[i]·factor)² over n elements of `dtype` at x: each chunk widened to fp32, multiplied by factor in fp32
 // (skipped when factor is 1, which changes no value), summed in the 16-lane order (chunk_sum_of_squares),
 // chunks added in order: the same double as scaling fp32 storage by factor and then summing it.

@@ -162,6 +162,13 @@ void CpuDevice::scale(const DeviceSpan& span, double factor) {
                  threads_);
 }
 
+void CpuDevice::scale_16bit(const DeviceSpan& span, models::DType dtype, double factor) {
+  if (compute_ != ComputeType::f32) throw std::logic_error("cpu backend: scale_16bit needs f32 compute");
+  if (!is_16bit_float(dtype)) throw std::invalid_argument("cpu backend: scale_16bit: the span holds f16 or bf16 elements");
+  if (span.bytes == 0) return;
+  scale_16bit_host(checked(span), span.bytes / 2, dtype, static_cast<float>(factor), threads_);
+}
+
 double CpuDevice::sum_of_squares(const DeviceSpan& span) {
   if (span.bytes == 0) return 0.0;
   if (compute_ == ComputeType::f64)

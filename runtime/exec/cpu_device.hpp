@@ -39,6 +39,7 @@ class CpuDevice : public Backend {
 
   void round_to_dtype(const DeviceSpan& span, models::DType dtype) override;
   void scale(const DeviceSpan& span, double factor) override;
+  void scale_16bit(const DeviceSpan& span, models::DType dtype, double factor) override;
   double sum_of_squares(const DeviceSpan& span) override;
   // In place on the buffers, chunked over threads() threads (cpu_16bit_vectors.hpp).
   double scaled_sum_of_squares(const DeviceSpan& span, models::DType dtype, double factor) override;

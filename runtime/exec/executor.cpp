@@ -116,6 +116,15 @@ double all_reduce_staging_bytes(const models::TaskGraph& stored, bool overlap_co
   return total;
 }
 
+double all_reduce_staging_bytes(const models::TaskGraph& stored, bool overlap_comm, const Communicator& comm) {
+  for (const Op& op : stored.ops) {
+    if (op.kind != OpKind::all_reduce || op.inputs.empty()) continue;
+    const DType dtype = stored.tensor(op.inputs.front()).dtype;
+    if (is_16bit_float(dtype) && !comm.sums_natively(dtype)) return all_reduce_staging_bytes(stored, overlap_comm);
+  }
+  return 0.0;  // every bucket is summed in place, in its own dtype
+}
+
 namespace {
 const char* f64_or_f32(ComputeType c) { return c == ComputeType::f64 ? "f64" : "f32"; }
 }  // namespace
@@ -129,7 +138,9 @@ struct Executor::Impl {
   size_t scalar_bytes = 4;     // storage of one float-like element
   int64_t offset_scale = 1;    // arena offsets × this (2 for f64)
   DeviceBuffer arena, weights, gradients, inputs, masters, scalars, staging;
-  // 16-bit gradient buckets are all-reduced through fp32 staging (all_reduce_staging_bytes): a pool of
+  // 16-bit gradient buckets are all-reduced in place in their own dtype when the communicator sums it
+  // natively (MPI, NCCL, one rank); for one that does not (Communicator::sums_natively), through fp32
+  // staging (all_reduce_staging_bytes): a pool of
   // kAllReduceStagingSlots buffers, allocated at first use. Bucket i (op order) always takes slot
   // i mod kAllReduceStagingSlots under overlap_comm (slot 0 without), each slot the size of the largest
   // bucket that takes it (staging_slot_sizes). A bucket holds its slot from its widening until it is
@@ -603,15 +614,17 @@ struct Executor::Impl {
                                    comm.size(), graph.recipe.data_parallel, comm.size()));
   }
 
-  // Starts bucket `op`'s sum on the communication stream, after the compute stream's work so far.
-  // A 16-bit bucket is widened into a staging slot first (take_staging_slot: which may finish an older bucket).
+  // Starts bucket `op`'s sum on the communication stream, after the compute stream's work so far, in place in
+  // the gradient buffer in the bucket's own dtype. A 16-bit bucket the communicator cannot sum in its type is
+  // widened into a staging slot first (take_staging_slot: which may finish an older bucket).
   void start_bucket(const Op& op, Communicator& comm) {
     const DeviceSpan whole = *contiguous(op.inputs);
-    const bool staged = bucket_is_16bit(op);
+    const bool staged = staged_through_fp32(op, comm);
     const DeviceSpan reduced = staged ? widen_bucket({{op.inputs.front(), whole}}, take_staging_slot(op, comm)) : whole;
     backend->record(bucket_ready, compute_stream);
     backend->wait(comm_stream, bucket_ready);
-    in_flight[static_cast<size_t>(op.id)] = comm.start_all_reduce_sum(*backend, reduced, options.compute, comm_stream);
+    in_flight[static_cast<size_t>(op.id)] =
+        comm.start_all_reduce_sum(*backend, reduced, staged ? DType::f32 : bucket_dtype(op), comm_stream);
     // This bucket's sum alone (not the later buckets queued behind it): what reusing its slot waits for.
     if (staged) backend->record(staging_slots[static_cast<size_t>(slot_of[static_cast<size_t>(op.id)])].reduced, comm_stream);
     in_flight_comm = &comm;
@@ -639,10 +652,15 @@ struct Executor::Impl {
     for (const models::Parameter& p : graph.params) refresh_weight_copy(p);
   }
 
-  // x ← x·factor over the tensors `ids`: one call when they are back to back, else one per tensor.
+  // x ← x·factor over the tensors `ids`: one call when they are back to back, else one per tensor. 16-bit
+  // storage: widened, multiplied in fp32 and rounded back (Backend::scale_16bit).
   void scale_tensors(const std::vector<int>& ids, double factor) {
-    if (auto whole = contiguous(ids)) return backend->scale(*whole, factor);
-    for (int id : ids) backend->scale(span_of(id), factor);
+    auto scale = [&](const DeviceSpan& span, DType stored_as) {
+      if (is_16bit_float(stored_as)) backend->scale_16bit(span, stored_as, factor);
+      else backend->scale(span, factor);
+    };
+    if (auto whole = contiguous(ids)) return scale(*whole, stored.tensor(ids.front()).dtype);
+    for (int id : ids) scale(span_of(id), stored.tensor(id).dtype);
   }
   // Σ x² over the tensors `ids` (one pass over the flat range when they are back to back).
   // 16-bit gradients: of the values × grad_factor (the unscale on read), the same double as unscaling fp32
@@ -675,7 +693,8 @@ struct Executor::Impl {
     else scale_tensors(parameter_gradients(), 1.0 / loss_scale);
   }
 
-  // One collective per bucket, on the communication stream after the compute stream's work: in place when
+  // One collective per bucket, on the communication stream after the compute stream's work, in the bucket's
+  // own dtype (16-bit buckets too, when the communicator sums them natively): in place when
   // the bucket's gradients are back to back in the flat gradient buffer (the usual case: buckets are runs of
   // parameters), else packed into a staging buffer and unpacked again. Then averaged over ranks.
   void all_reduce(const Op& op, Communicator& comm) {
@@ -685,7 +704,7 @@ struct Executor::Impl {
     }
     if (in_flight[static_cast<size_t>(op.id)].valid()) return finish_started_bucket(op, comm);  // started in backward
     std::optional<DeviceSpan> whole = contiguous(op.inputs);
-    if (bucket_is_16bit(op)) return all_reduce_16bit(op, comm, whole);
+    if (staged_through_fp32(op, comm)) return all_reduce_16bit(op, comm, whole);
     size_t total = 0;
     if (!whole) {  // pack
       for (int id : op.inputs) total += span_of(id).bytes;
@@ -699,7 +718,7 @@ struct Executor::Impl {
         at += span_of(id).bytes;
       }
     }
-    sum_on_comm_stream(comm, whole ? *whole : DeviceSpan::of(staging).sub(0, total));
+    sum_on_comm_stream(comm, whole ? *whole : DeviceSpan::of(staging).sub(0, total), bucket_dtype(op));
     if (!whole) {  // unpack
       size_t at = 0;
       for (int id : op.inputs) {
@@ -711,16 +730,26 @@ struct Executor::Impl {
   }
   // Sums `span` over the ranks on the communication stream, after the compute stream's work so far; the
   // compute stream's later work waits for the sum.
-  void sum_on_comm_stream(Communicator& comm, const DeviceSpan& span) {
+  void sum_on_comm_stream(Communicator& comm, const DeviceSpan& span, DType dtype) {
     backend->record(bucket_ready, compute_stream);
     backend->wait(comm_stream, bucket_ready);
-    comm.all_reduce_sum(*backend, span, options.compute, comm_stream);
+    comm.all_reduce_sum(*backend, span, dtype, comm_stream);
     backend->record(bucket_reduced, comm_stream);
     backend->wait(compute_stream, bucket_reduced);
   }
-  // 16-bit gradient buckets (16-bit storage): the collective sums fp32. Each bucket is widened into fp32
-  // staging (exact), all-reduced there, averaged in fp32 and narrowed back to 16 bits (round to nearest
-  // even): the values the fp32 storage of 16-bit gradients gave (fp32 sum, × fp32(1/N), round_to_dtype).
+  // The dtype the bucket's elements are stored as: f16/bf16 (16-bit storage), else the compute type.
+  DType bucket_dtype(const Op& op) const {
+    if (bucket_is_16bit(op)) return stored.tensor(op.inputs.front()).dtype;
+    return options.compute == ComputeType::f64 ? DType::f64 : DType::f32;
+  }
+  // Whether the bucket is all-reduced through fp32 staging: 16-bit elements that `comm` cannot sum in their
+  // own type (Communicator::sums_natively; MPI, NCCL and one rank can: a test communicator may not).
+  bool staged_through_fp32(const Op& op, const Communicator& comm) const {
+    return bucket_is_16bit(op) && !comm.sums_natively(bucket_dtype(op));
+  }
+  // 16-bit gradient buckets (16-bit storage) on a communicator that sums only fp32. Each bucket is widened
+  // into fp32 staging (exact), all-reduced there, averaged in fp32 and narrowed back to 16 bits (round to
+  // nearest even): the values the fp32 storage of 16-bit gradients gave (fp32 sum, × fp32(1/N), round_to_dtype).
   // Pieces: the bucket's one span when its gradients are back to back, else one per tensor, packed.
   using Pieces = std::vector<std::pair<int, DeviceSpan>>;  // (a tensor of the piece's dtype, its 16-bit span)
   bool bucket_is_16bit(const Op& op) const {
@@ -737,12 +766,12 @@ struct Executor::Impl {
       for (int id : op.inputs) pieces.emplace_back(id, span_of(id));
     const size_t slot = take_staging_slot(op, comm);
     const DeviceSpan staged = widen_bucket(pieces, slot);
-    sum_on_comm_stream(comm, staged);
+    sum_on_comm_stream(comm, staged, DType::f32);
     narrow_bucket(pieces, slot, comm);
     release_staging_slot(op);
   }
   // A bucket started from backward: wait for its sum, then (on the compute stream, after the sum) average it
-  // in place (fp32) or narrow it from its staging slot (16-bit).
+  // in place (summed in its own dtype) or narrow it from its staging slot (16-bit through fp32 staging).
   void finish_started_bucket(const Op& op, Communicator& comm) {
     if (&comm != in_flight_comm)
       throw std::logic_error("run_step_tail: the bucket all-reduces were started on another communicator");
@@ -750,7 +779,7 @@ struct Executor::Impl {
     comm.wait(started);
     started = CommRequest{};
     --in_flight_count;
-    if (!bucket_is_16bit(op)) {
+    if (!staged_through_fp32(op, comm)) {
       backend->record(bucket_reduced, comm_stream);
       backend->wait(compute_stream, bucket_reduced);
       return average(op, comm);
@@ -819,11 +848,13 @@ struct Executor::Impl {
     }
   }
 
-  // The sum over ranks → the mean (gradients averaged, as DDP does).
+  // The sum over ranks → the mean (gradients averaged, as DDP does), after the sum: × fp32(1/N) in fp32. A
+  // 16-bit bucket (summed in its type, one rounding per add) is widened, multiplied and rounded back once
+  // (scale_16bit); fp32 storage of 16-bit values (the emulation) is rounded to the 16-bit type after.
   void average(const Op& op, const Communicator& comm) {
     scale_tensors(op.inputs, 1.0 / comm.size());
-    // NCCL reduces 16-bit gradients in their dtype: the averaged value is stored as f16/bf16 again.
-    for (int id : op.inputs) backend->round_to_dtype(span_of(id), graph.tensor(id).dtype);
+    for (int id : op.inputs)
+      if (!is_16bit_float(stored.tensor(id).dtype)) backend->round_to_dtype(span_of(id), graph.tensor(id).dtype);
   }
 
   // The optimizer runs on this executor's backend over its storage: slot i is graph.params[i]'s fp32 (master)

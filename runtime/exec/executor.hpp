@@ -62,20 +62,26 @@ struct MicroStepAbandoned : std::runtime_error {
 // activations, workspace, weight copies and parameter gradients stay 16-bit (2 bytes per element; the CPU
 // backend). Otherwise every f16/bf16 tensor becomes f32 (the rounding emulation).
 models::TaskGraph storage_graph(const models::TaskGraph& graph, bool stores_16bit);
-// The fp32 staging buffers for 16-bit gradient buckets under overlap_comm: at most this many buckets are
+// The fp32 staging buffers for 16-bit gradient buckets under overlap_comm, used only with a communicator
+// that cannot sum the buckets' 16-bit dtype in place (Communicator::sums_natively false: no communicator
+// ptsim train uses; MPI, NCCL and one rank sum f16/bf16 in their type): at most this many buckets are
 // widened and in flight at once; starting one more first finishes the oldest (waits for its all-reduce
 // alone, not the newer ones queued behind it, and narrows it). Two: one bucket's sum on the communication stream while the next is widened (double
 // buffering, as DDP's and Megatron's bucketed all-reduces keep a couple of buckets in flight).
 // docs/executor.md, "Mixed precision".
 inline constexpr int kAllReduceStagingSlots = 2;
-// The fp32 staging the executor allocates to all-reduce 16-bit gradient buckets (`stored`: a storage_graph;
-// 0 when its gradients are fp32). With overlap_comm bucket i (op order) always takes staging slot
+// The fp32 staging the executor allocates to all-reduce 16-bit gradient buckets through a communicator that
+// does not sum them natively (`stored`: a storage_graph; 0 when its gradients are fp32). With overlap_comm
+// bucket i (op order) always takes staging slot
 // i mod kAllReduceStagingSlots, each slot sized to the largest bucket that takes it (its tensors' fp32
 // elements, alignment padding included): the sum of those maxima (max over even buckets + max over odd
 // ones, not slots × the largest); without overlap_comm one slot, the largest bucket (the buckets run one at
-// a time in the step tail). On top of models::plan_memory(stored) (the trainer's
-// memory check counts it).
+// a time in the step tail). On top of models::plan_memory(stored).
 double all_reduce_staging_bytes(const models::TaskGraph& stored, bool overlap_comm);
+// What the executor stages with `comm`: all_reduce_staging_bytes(stored, overlap_comm) when `comm` does not
+// sum the 16-bit buckets' dtype natively, else 0 (every bucket summed in place: the simulator's memory plan
+// has no staging either). What the trainer's memory check adds.
+double all_reduce_staging_bytes(const models::TaskGraph& stored, bool overlap_comm, const Communicator& comm);
 
 class Executor {
  public:

@@ -339,9 +339,10 @@ class Trainer {
     const bool stores_16bit = backend_stores_16bit(c_.backend);
     const models::TaskGraph stored = storage_graph(*graph_, stores_16bit);
     const models::MemoryPlan plan = models::plan_memory(stored);
-    // So does the fp32 staging of 16-bit gradient buckets under data parallelism (all_reduce_staging_bytes).
+    // So would fp32 staging of 16-bit gradient buckets under data parallelism, with a communicator that cannot
+    // sum them in their type (all_reduce_staging_bytes: 0 for MPI, NCCL and one rank, which all can).
     const double scratch = (stores_16bit ? static_cast<double>(boundary_scratch_bytes(stored)) : 0.0) +
-                           (world_ > 1 ? all_reduce_staging_bytes(stored, c_.comm_overlap) : 0.0);
+                           (world_ > 1 ? all_reduce_staging_bytes(stored, c_.comm_overlap, comm_) : 0.0);
     const char* advice = "use a smaller --micro-batch (with --grad-accum for the same global batch) or a smaller model";
     const std::string what = fmt::format("ptsim train: {} at micro-batch {} × seq {}", graph_->model.name,
                                          c_.micro_batch, dataset_->seq_len());

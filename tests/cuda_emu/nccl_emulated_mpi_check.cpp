@@ -3,7 +3,8 @@
 // a failing job must end as a whole, as ptsim train ends it (MPI_Abort).
 //   sums         NcclCommunicator's bucket all-reduces of f16, bf16, f32 and f64 spans on the emulated CUDA
 //                backend against a + b computed on the host (exact in double, rounded once to the type), bit
-//                for bit; then the shim's cross-rank refusals (an id that was not broadcast, rank 1 keeping
+//                for bit (16-bit ones also from host memory, and through MpiCommunicator's 16-bit MPI_Op: the
+//                same bits); then the shim's cross-rank refusals (an id that was not broadcast, rank 1 keeping
 //                ncclUniqueId{}, one NCCL rank in two processes, mismatched all-reduce counts), each seen on
 //                both ranks; then one rank alone calling wrongly (a bad config, type, op, a short buffer): both
 //                ranks refuse it within 10 s. Exit 0 when all agree.
@@ -27,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -87,6 +89,16 @@ void check_16bit_sums(runtime::NcclCommunicator& nccl, runtime::Backend& backend
   if (is_f16 && wrong == 0)
     expect(got[0] == 0x6800 && got[1] == 0x7c00, "fp16 2048 + 1 = 2048 (tie to even), 65504 + 65504 = inf",
            nccl.rank());
+  // The host-memory form, and MpiCommunicator's 16-bit MPI_Op (what `ptsim train --backend cpu` sums 16-bit
+  // buckets with), give the bucket's bits: the two communicators of a 2-rank comparison sum alike.
+  std::vector<uint16_t> host = mine, via_mpi = mine;
+  nccl.all_reduce_sum_16bit(std::span<uint16_t>(host), dtype);
+  runtime::MpiCommunicator mpi;
+  mpi.all_reduce_sum_16bit(std::span<uint16_t>(via_mpi), dtype);
+  expect(host == got, fmt::format("{} host-memory sum differs from the bucket sum", models::to_string(dtype)),
+         nccl.rank());
+  expect(via_mpi == got, fmt::format("{} MpiCommunicator sum differs from NCCL's", models::to_string(dtype)),
+         nccl.rank());
   backend.free(span.buffer);
 }
 
@@ -98,7 +110,7 @@ void check_wide_sums(runtime::NcclCommunicator& nccl, runtime::Backend& backend)
   for (size_t i = 0; i < n; ++i) mine[i] = value(nccl.rank(), i);
   const auto span = runtime::DeviceSpan::of(backend.allocate(n * sizeof(T)));
   backend.copy_to_device(span, mine.data());
-  const auto type = sizeof(T) == 8 ? runtime::ComputeType::f64 : runtime::ComputeType::f32;
+  const auto type = sizeof(T) == 8 ? models::DType::f64 : models::DType::f32;
   nccl.wait(nccl.start_all_reduce_sum(backend, span, type, runtime::Stream{}));
   backend.copy_to_host(got.data(), span);
   size_t wrong = 0;

@@ -98,7 +98,7 @@ TEST_CASE("NcclCommunicator (emulated): bucket all-reduces of f32, f16 and bf16 
   for (size_t i = 0; i < n; ++i) values[i] = 0.001f * static_cast<float>(i);
   const auto span = runtime::DeviceSpan::of(backend->allocate(n * 4));
   backend->copy_to_device(span, values.data());
-  nccl.all_reduce_sum(*backend, span, runtime::ComputeType::f32, runtime::Stream{});  // checked at the barrier
+  nccl.all_reduce_sum(*backend, span, models::DType::f32, runtime::Stream{});  // checked at the barrier
   nccl.barrier();
   std::vector<float> got(n);
   backend->copy_to_host(got.data(), span);

@@ -53,15 +53,18 @@ CommandResult train_2ranks(Side side, const std::string& precision, const std::s
 //   * loss: the logged loss is the mean of the ranks' losses (docs/training.md); each rank's is within F relative
 //     of the CPU's on the same shard (same data, same masks: both read dataset positions r, r+2, …), and a mean of
 //     positive values each within F relative is within F relative.
-//   * grad_norm: both sides reduce the same way — the executor widens a 16-bit bucket to fp32 (exact), both
-//     communicators sum the two ranks' fp32 values, ×½ (exact), and a 16-bit gradient is rounded back. With two
-//     ranks fl(a + b) = fl(b + a), so MPI and NCCL give the same bits for the same inputs (the shim: docs/
-//     cuda-emulation.md, "Sums"); only the inputs differ. ‖Δ(g₀ + g₁)‖ ≤ ‖Δg₀‖ + ‖Δg₁‖ ≤ 3B(‖g₀‖ + ‖g₁‖), which
+//   * grad_norm: both sides reduce the same way — fp32 buckets summed in fp32; a bf16 bucket summed in bf16, in
+//     place (MPI's 16-bit MPI_Op and the NCCL shim's ncclBfloat16 both add in fp32 and round once to bf16),
+//     then ×½ in fp32 and rounded back (exact: bf16 has fp32's exponent range), which is the value the fp32
+//     staging of 16-bit buckets gave before (docs/executor.md, "Mixed precision"), so these bounds are
+//     unchanged. With two ranks fl(a + b) = fl(b + a), so MPI and NCCL give the same bits for the same inputs
+//     (the shim: docs/cuda-emulation.md, "Sums"); only the inputs differ. ‖Δ(g₀ + g₁)‖ ≤ ‖Δg₀‖ + ‖Δg₁‖ ≤ 3B(‖g₀‖ + ‖g₁‖), which
 //     is 3B‖g₀ + g₁‖ when the ranks' gradients point the same way and up to 3B·κ, κ = (‖g₀‖ + ‖g₁‖)/‖g₀ + g₁‖,
 //     otherwise. κ ≤ 2 is assumed (the ranks' gradients on the same weights do not cancel to less than half):
-//     it is not measured here (ptsim does not log a rank's own norm). The sum's own rounding, fl₃₂ on each side,
-//     adds ≤ 2u₃₂ relative; at bf16 rounding the average back to 16 bits (once per side, of values already apart)
-//     adds ≤ 2u₁₆ more (|rn(x) − rn(y)| ≤ |x − y| + u|x| + u|y|).
+//     it is not measured here (ptsim does not log a rank's own norm). The sum's own rounding: the fp32 add on
+//     each side ≤ 2u₃₂ relative (fp32 runs; kept at bf16, where it is slack: that add is exact or below bf16's
+//     rounding), and at bf16 the rounding of the sum to 16 bits (once per side, of values already apart) adds
+//     ≤ 2u₁₆ more (|rn(x) − rn(y)| ≤ |x − y| + u|x| + u|y|); the ×½ is exact.
 // The gradient all-reduces of one step of the trainer's 2-rank graph (runtime/train/trainer.cpp's recipe:
 // data_parallel 2, --bucket-mib, grad-accum 2): one all_reduce op per bucket.
 int64_t bucket_count(const std::string& precision) {

@@ -207,6 +207,15 @@ void CudaDevice::scale(const DeviceSpan& span, double factor) {
   check_launch("scale");
 }
 
+void CudaDevice::scale_16bit(const DeviceSpan& span, models::DType dtype, double factor) {
+  if (dtype != models::DType::f16 && dtype != models::DType::bf16)
+    throw std::invalid_argument("cuda backend: scale_16bit: the span holds f16 or bf16 elements");
+  if (span.bytes == 0) return;
+  launch_scale_16bit(reinterpret_cast<uint16_t*>(checked(span)), span.bytes / 2, static_cast<float>(factor),
+                     dtype == models::DType::bf16, compute_stream());
+  check_launch("scale_16bit");
+}
+
 double CudaDevice::sum_of_squares(const DeviceSpan& span) {
   if (span.bytes == 0) return 0.0;
   const size_t n = span.bytes / sizeof(float);

@@ -54,6 +54,7 @@ class CudaDevice : public Backend, public CudaStreamSource {
 
   void round_to_dtype(const DeviceSpan& span, models::DType dtype) override;
   void scale(const DeviceSpan& span, double factor) override;
+  void scale_16bit(const DeviceSpan& span, models::DType dtype, double factor) override;  // convert_16bit.cu
   double sum_of_squares(const DeviceSpan& span) override;
   // On the device (vector_ops.cu, convert_16bit.cu), the bits of Backend's host-copy defaults.
   double scaled_sum_of_squares(const DeviceSpan& span, models::DType dtype, double factor) override;

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <span>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -19,8 +20,10 @@ class DeferredCommunicator : public runtime::Communicator {
   int rank() const override { return 0; }
   int size() const override { return 2; }
   using runtime::Communicator::all_reduce_sum;
+  // fp32 only (sums_natively keeps its default: 16-bit buckets come through the executor's fp32 staging).
   runtime::CommRequest start_all_reduce_sum(runtime::Backend& backend, const runtime::DeviceSpan& data,
-                                            runtime::ComputeType, runtime::Stream) override {
+                                            models::DType dtype, runtime::Stream) override {
+    if (dtype != models::DType::f32) throw std::logic_error("DeferredCommunicator: fp32 buckets only");
     pending_.push_back({&backend, data});
     return runtime::CommRequest{static_cast<int32_t>(pending_.size() - 1)};
   }

@@ -17,7 +17,8 @@
 // Then the rest of the step tail against the CPU passes (cpu_16bit_vectors.hpp), bit for bit:
 // scaled_sum_of_squares over f32/f16/bf16 arrays (factor 1 and 1/3000; sizes around the 2^15-element
 // chunks) must return the same double, and convert (f32 → f16/bf16 over half_bits_patterns.hpp's fp32
-// sweep, f16/bf16 → f32 over all 65,536 patterns, f32 → f32) must write the same bytes; the device norm
+// sweep, f16/bf16 → f32 over all 65,536 patterns, f32 → f32) and scale_16bit (all 65,536 patterns × ½, ⅓, 3)
+// must write the same bytes; the device norm
 // verdict (scaled_sum_of_squares_into over several arrays, then finish_step_scalars with clipping on and off,
 // and for 0, inf and NaN sums) must give the host's double and the host finish_norm's StepScalars bytes; the
 // device loss scale's ops (scaled_sum_of_squares_into_by, update_loss_scale, add_to_sum) the host's bytes. In cpu mode these
@@ -407,6 +408,32 @@ int check_converts(Backend& backend) {
   return failed;
 }
 
+// backend.scale_16bit over every 16-bit pattern (each rounding path, subnormals, ±inf, NaN) vs
+// scale_16bit_host: the same bytes. Factors ½ (the 2-rank average: exact but for fp16 subnormals), ⅓ (rounds)
+// and 3 (overflows fp16's large values).
+int check_scale_16bit(Backend& backend) {
+  std::vector<char> all16(65536 * 2);
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const auto bits = static_cast<uint16_t>(h);
+    std::memcpy(&all16[h * 2], &bits, 2);
+  }
+  int failed = 0;
+  for (models::DType dtype : {models::DType::bf16, models::DType::f16})
+    for (double factor : {0.5, 1.0 / 3.0, 3.0}) {
+      std::vector<char> want = all16, got(all16.size());
+      runtime::cpu::scale_16bit_host(want.data(), 65536, dtype, static_cast<float>(factor), 1);
+      const DeviceCopy x(backend, all16);
+      backend.scale_16bit(x.span(), dtype, factor);
+      backend.copy_to_host(got.data(), x.span());
+      size_t differing = 0;
+      for (size_t i = 0; i < 65536; ++i) differing += std::memcmp(&got[i * 2], &want[i * 2], 2) != 0;
+      fmt::print("{} scale_16bit {} × {:.6g}: {} of 65536 elements differ from the CPU pass\n",
+                 differing == 0 ? "ok" : "FAIL", models::to_string(dtype), factor, differing);
+      failed += differing == 0 ? 0 : 1;
+    }
+  return failed;
+}
+
 // The step tail's device norm verdict (docs/cuda-backend.md, "The optimizer"): Σg² accumulated over several
 // arrays by scaled_sum_of_squares_into from a zeroed double vs the host adding scaled_sum_of_squares_host's
 // doubles in the same order (the same double), then finish_step_scalars vs optim_math::finish_norm on the
@@ -545,8 +572,8 @@ int check_device_loss_scale(Backend& backend) {
 }
 
 int check_step_tail(Backend& backend) {
-  return check_scaled_sums(backend) + check_converts(backend) + check_device_norm(backend) +
-         check_device_loss_scale(backend);
+  return check_scaled_sums(backend) + check_converts(backend) + check_scale_16bit(backend) +
+         check_device_norm(backend) + check_device_loss_scale(backend);
 }
 
 // The comparison must see one flipped low bit.

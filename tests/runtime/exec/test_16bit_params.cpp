@@ -293,6 +293,38 @@ TEST_CASE("convert narrows as narrow_16bit and widens exactly, on the CPU backen
   }
 }
 
+TEST_CASE("scale_16bit is narrow(widen(x)·fp32(factor)) per element, on the CPU backend and through Backend's default") {
+  // Reference: the fp32 product of each widened element, rounded by narrow_16bit (the executor's average of a
+  // bucket summed in 16 bits). Factor ½ on 16-bit values of magnitude 2^-24..2^14 (fp16 subnormals lose a
+  // bit: rounded, ties to even), ⅓ (every product rounds), 2^20 (fp16 overflows to inf).
+  const size_t n = 70001;  // two whole chunks and a partial one
+  for (DType dtype : {DType::f16, DType::bf16}) {
+    const std::vector<float> x = random_16bit_values(n, dtype, 5);
+    std::vector<uint16_t> bits(n);
+    narrow_16bit(bits.data(), x.data(), n, dtype);
+    for (double factor : {0.5, 1.0 / 3.0, 0x1p20}) {
+      CAPTURE(factor);
+      std::vector<float> product(n);
+      for (size_t i = 0; i < n; ++i) product[i] = x[i] * static_cast<float>(factor);
+      std::vector<uint16_t> expected(n);
+      narrow_16bit(expected.data(), product.data(), n, dtype);
+      REQUIRE(expected != bits);  // the factor changes values
+      auto cpu = make_cpu_backend(ComputeType::f32, 2);
+      ptsim::test::ForwardingBackend defaults(*cpu);
+      for (Backend* b : {cpu.get(), static_cast<Backend*>(&defaults)}) {
+        const DeviceBuffer b16 = b->allocate(2 * n);
+        b->copy_to_device(DeviceSpan::of(b16), bits.data());
+        b->scale_16bit(DeviceSpan::of(b16), dtype, factor);
+        std::vector<uint16_t> got(n);
+        b->copy_to_host(got.data(), DeviceSpan::of(b16));
+        CHECK(got == expected);
+        CHECK_THROWS_AS(b->scale_16bit(DeviceSpan::of(b16), DType::f32, factor), std::invalid_argument);
+        b->free(b16);
+      }
+    }
+  }
+}
+
 namespace {
 
 // A 2-rank stand-in for MPI whose other rank holds 0.75·x: the sum x + fp32(0.75·x) rounds in fp32 (so the

@@ -37,7 +37,7 @@ class DeferredTwin final : public ptsim::test::DeferredCommunicator {
     for (double& v : data) v *= 2;
   }
   using Communicator::all_reduce_sum;
-  CommRequest start_all_reduce_sum(Backend& backend, const DeviceSpan& data, ComputeType type,
+  CommRequest start_all_reduce_sum(Backend& backend, const DeviceSpan& data, DType type,
                                    Stream stream) override {
     started_at.push_back(ops_run ? *ops_run : -1);
     return DeferredCommunicator::start_all_reduce_sum(backend, data, type, stream);

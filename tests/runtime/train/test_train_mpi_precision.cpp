@@ -31,6 +31,7 @@
 #include "runtime/checkpoint/safetensors.hpp"
 #include "runtime/comm/mpi_communicator.hpp"
 #include "runtime/exec/backend.hpp"
+#include "runtime/exec/precision.hpp"  // defines: widen_16bit, narrow_16bit
 #include "runtime/train/trainer.hpp"
 #include "tests/runtime/train/train_test_support.hpp"
 
@@ -55,7 +56,8 @@ std::string from_rank0(rt::Communicator& comm, const std::string& mine) {
 
 // The MPI communicator with a probe on the gradient buckets. A step is counted when the trainer makes its
 // per-step all-reduce of 4 doubles (loss, mlm, nsp, stop flag; docs/training.md, "The loop"), which follows
-// every bucket of that step. Buckets are fp32 (ComputeType::f32: the gradients the executor hands over).
+// every bucket of that step. Buckets come as the executor hands them over: in the gradients' stored dtype
+// (bf16/fp16 under 16-bit storage, which MPI sums natively; f32 otherwise): read widened to fp32 here.
 class ProbeCommunicator final : public rt::Communicator {
  public:
   struct Fault {
@@ -68,28 +70,29 @@ class ProbeCommunicator final : public rt::Communicator {
   explicit ProbeCommunicator(rt::Communicator& inner) : inner_(inner) {}
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
+  bool sums_natively(ptsim::models::DType t) const override { return inner_.sums_natively(t); }
   void all_reduce_sum(std::span<float> data) override { inner_.all_reduce_sum(data); }
   void all_reduce_sum(std::span<double> data) override {
     inner_.all_reduce_sum(data);
     if (data.size() == 4) next_step();
   }
-  void all_reduce_sum(rt::Backend& b, const rt::DeviceSpan& s, rt::ComputeType t, rt::Stream stream) override {
+  void all_reduce_sum(rt::Backend& b, const rt::DeviceSpan& s, ptsim::models::DType t, rt::Stream stream) override {
     before_sum(b, s, t);
     inner_.all_reduce_sum(b, s, t, stream);
-    after_sum(b, s);
+    after_sum(b, s, t);
   }
-  rt::CommRequest start_all_reduce_sum(rt::Backend& b, const rt::DeviceSpan& s, rt::ComputeType t,
+  rt::CommRequest start_all_reduce_sum(rt::Backend& b, const rt::DeviceSpan& s, ptsim::models::DType t,
                                        rt::Stream stream) override {
     before_sum(b, s, t);
     const rt::CommRequest r = inner_.start_all_reduce_sum(b, s, t, stream);
-    started_[r.id] = Started{&b, s};
+    started_[r.id] = Started{&b, s, t};
     return r;
   }
   void wait(rt::CommRequest r) override {
     inner_.wait(r);
     const Started s = started_.at(r.id);
     started_.erase(r.id);
-    after_sum(*s.backend, s.span);
+    after_sum(*s.backend, s.span, s.dtype);
   }
   void progress() override { inner_.progress(); }
   void barrier() override { inner_.barrier(); }
@@ -103,11 +106,27 @@ class ProbeCommunicator final : public rt::Communicator {
   struct Started {
     rt::Backend* backend = nullptr;
     rt::DeviceSpan span;
+    ptsim::models::DType dtype = ptsim::models::DType::f32;
   };
-  static std::vector<float> read(rt::Backend& b, const rt::DeviceSpan& s) {
-    std::vector<float> v(s.bytes / sizeof(float));
-    b.copy_to_host(v.data(), s);
+  // The bucket's elements widened to fp32 (exact), and its first element written back as `first` (rounded
+  // to the bucket's dtype: inf and x + 1 stay what they are for the checks).
+  static std::vector<float> read(rt::Backend& b, const rt::DeviceSpan& s, ptsim::models::DType t) {
+    if (t == ptsim::models::DType::f32) {
+      std::vector<float> v(s.bytes / sizeof(float));
+      b.copy_to_host(v.data(), s);
+      return v;
+    }
+    std::vector<uint16_t> bits(s.bytes / 2);
+    b.copy_to_host(bits.data(), s);
+    std::vector<float> v(bits.size());
+    rt::widen_16bit(v.data(), bits.data(), bits.size(), t);
     return v;
+  }
+  static void write_first(rt::Backend& b, const rt::DeviceSpan& s, ptsim::models::DType t, float first) {
+    if (t == ptsim::models::DType::f32) return b.copy_to_device(s.sub(0, sizeof(float)), &first);
+    uint16_t bits = 0;
+    rt::narrow_16bit(&bits, &first, 1, t);
+    b.copy_to_device(s.sub(0, 2), &bits);
   }
   static bool all_finite(const std::vector<float>& v) {
     for (float x : v)
@@ -115,21 +134,20 @@ class ProbeCommunicator final : public rt::Communicator {
     return true;
   }
   bool fault_now(const Fault& f) const { return f.rank == rank() && f.step == step_; }
-  void before_sum(rt::Backend& b, const rt::DeviceSpan& s, rt::ComputeType t) {
-    REQUIRE(t == rt::ComputeType::f32);
-    std::vector<float> v = read(b, s);
+  void before_sum(rt::Backend& b, const rt::DeviceSpan& s, ptsim::models::DType t) {
+    std::vector<float> v = read(b, s, t);
     if (fault_now(inf_before_sum) && !injected_) {
       v[0] = INFINITY;
-      b.copy_to_device(s.sub(0, sizeof(float)), v.data());
+      write_first(b, s, t, v[0]);
       injected_ = true;
     }
     if (!all_finite(v)) nonfinite_before_.insert(step_);
   }
-  void after_sum(rt::Backend& b, const rt::DeviceSpan& s) {
-    std::vector<float> v = read(b, s);
+  void after_sum(rt::Backend& b, const rt::DeviceSpan& s, ptsim::models::DType t) {
+    std::vector<float> v = read(b, s, t);
     if (fault_now(change_after_sum) && !changed_) {
       v[0] += 1.0f;
-      b.copy_to_device(s.sub(0, sizeof(float)), v.data());
+      write_first(b, s, t, v[0]);
       changed_ = true;
     }
     if (!all_finite(v)) nonfinite_after_.insert(step_);
@@ -297,7 +315,8 @@ std::vector<std::set<int64_t>> on_every_rank(const std::set<int64_t>& steps, int
 // with describe() (the MESSAGE lines). The replica check this test came with only reads state: with
 // 41ecc72's runtime/train/trainer.cpp put back, every bit comparison below passes unchanged (only the
 // replica_state_hash checks fail). Compared exactly (no tolerance): the point is that a change of storage
-// (weights and gradients as 16 bits, the all-reduce through an fp32 staging buffer) computes what main
+// (weights and gradients as 16 bits, the all-reduce through an fp32 staging buffer, and since then the
+// buckets summed in their 16-bit type: for 2 ranks the same bits, docs/executor.md) computes what main
 // computes, to the bit, as test_16bit_storage.cpp holds the 16-bit activations to. Another OpenBLAS
 // kernel sums the GEMMs in another order and gives other bits at every precision, so the recorded 16-bit
 // bits are compared only where the fp32 run reproduces its recorded bits (the same GEMM arithmetic);
