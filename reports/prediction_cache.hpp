@@ -6,7 +6,8 @@
 // outside the lock; two threads that miss on the same key both compute it and the first insert wins.
 // Bounded: every kind of entry lives in a least-recently-used map with a byte budget (CacheLimits,
 // reports/bounded_cache.hpp); an evicted entry is computed again when asked, to the same value. The planner's
-// memory probes ask only for a graph's memory totals (memory()), which are kept apart and are small.
+// memory probes ask only for a graph's memory totals (memory()), which are kept apart and are small, and
+// are derived for every micro-batch from two graph builds (models/micro_batch_memory.hpp) where exact.
 #pragma once
 #include <map>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "reports/bounded_cache.hpp"
 #include "models/builder.hpp"
 #include "models/memory_plan.hpp"
+#include "models/micro_batch_memory.hpp"
 #include "models/model_spec.hpp"
 #include "sim/collective_cache.hpp"
 #include "sim/compute_model.hpp"
@@ -43,6 +45,12 @@ struct PlannedPipeline {
 struct MemorySummary {
   models::MemoryPlan plan;
   std::vector<sim::StageMemory> stages;
+};
+
+// A recipe's memory at every micro-batch (models/micro_batch_memory.hpp), from its graphs — or each pipeline
+// chunk's — at micro-batch 1 and 2; empty when they are not derivable (a probe then builds its graph).
+struct MicroBatchMemories {
+  std::vector<models::MicroBatchMemory> chunks;
 };
 
 // The byte budget of each least-recently-used map (docs/sweep.md, "Memory"): resident memory stays below
@@ -72,12 +80,15 @@ class PredictionCache {
   struct Counts {
     long graph_builds = 0, graph_hits = 0, step_simulations = 0, step_hits = 0;
     long memory_summaries = 0, memory_hits = 0;
+    long memory_derivations = 0, memory_derivation_hits = 0;  // MicroBatchMemories made (two builds each), found
     long graph_evictions = 0;      // graphs and pipelines dropped for the budget
     size_t graph_entries = 0, graph_bytes = 0;  // held now (estimated bytes, reports/cache_bytes.hpp)
   };
   Counts counts() const;
 
  private:
+  std::shared_ptr<const MicroBatchMemories> micro_batch_memories(const models::ModelSpec& model,
+                                                                 const models::Recipe& recipe);
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<const models::ModelSpec>> models_;
   // Graphs and pipelines share one budget: a pipeline entry's key starts with "pipeline:".
@@ -87,6 +98,7 @@ class PredictionCache {
   };
   BoundedCache<GraphEntry> graphs_;
   BoundedCache<std::shared_ptr<const MemorySummary>> memory_;
+  BoundedCache<std::shared_ptr<const MicroBatchMemories>> micro_batch_memories_;  // keyed without micro-batch and accumulation
   BoundedCache<sim::SingleDevicePrediction> single_;
   BoundedCache<sim::StepSimulation> steps_;
   sim::CollectiveCache collectives_;  // algorithm choices and alone-on-network all-reduce durations
