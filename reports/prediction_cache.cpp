@@ -115,7 +115,7 @@ std::string recipe_key(const std::string& model, const models::Recipe& r) {
 
 PredictionCache::PredictionCache(const CacheLimits& limits)
     : graphs_(limits.graph_bytes), memory_(limits.result_bytes), micro_batch_memories_(limits.result_bytes),
-      single_(limits.result_bytes),
+      bound_graphs_(limits.bound_bytes), single_(limits.result_bytes),
       steps_(limits.result_bytes) {}
 
 std::shared_ptr<const models::ModelSpec> PredictionCache::model(const std::string& name_or_path) {
@@ -195,6 +195,27 @@ std::shared_ptr<const MemorySummary> PredictionCache::memory(const models::Model
         return std::shared_ptr<const MemorySummary>(std::move(summary));
       },
       [](const std::shared_ptr<const MemorySummary>& m) { return sizeof(MemorySummary) + approximate_bytes(m->stages); });
+}
+
+std::shared_ptr<const std::vector<BoundGraph>> PredictionCache::bound_graphs(const models::ModelSpec& model,
+                                                                             const models::Recipe& recipe,
+                                                                             const hwprofiles::GpuProfile& gpu) {
+  return find_or_make(
+      mutex_, bound_graphs_, graph_key(model, recipe) + "@" + gpu.name + "/" + gpu.stack, counts_.bound_graphs,
+      counts_.bound_graph_hits,
+      [&] {
+        auto out = std::make_shared<std::vector<BoundGraph>>();
+        if (recipe.pipeline_parallel > 1)
+          for (const auto& chunk : pipeline(model, recipe)->chunks) out->push_back(bound_graph(chunk, gpu));
+        else
+          out->push_back(bound_graph(graph(model, recipe)->graph, gpu));
+        return std::shared_ptr<const std::vector<BoundGraph>>(std::move(out));
+      },
+      [](const std::shared_ptr<const std::vector<BoundGraph>>& b) {
+        size_t bytes = sizeof(std::vector<BoundGraph>);
+        for (const auto& g : *b) bytes += approximate_bytes(g);
+        return bytes;
+      });
 }
 
 sim::SingleDevicePrediction PredictionCache::single_device(const models::ModelSpec& model,

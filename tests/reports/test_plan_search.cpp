@@ -206,6 +206,51 @@ TEST_CASE("with the pipeline's overlap options the bound still holds (the reduct
   }
 }
 
+TEST_CASE("the bound's reduced graphs, kept by GPU, give every network the bound a fresh cache gives it") {
+  // The two-node GPT case over three networks, and once on V100 nodes (another GPU): the cache keeps each
+  // recipe's reduced graph (reports/bound_graph) by (graph, GPU) and times the collectives per cluster, so a
+  // network reached through the kept graph must get, to the bit, what a cache that never saw another network
+  // gives (the same op times summed in the same order); and a GPU must never get another GPU's op times.
+  const Scenario base = with_stack(two_node_gpt(), profiles());
+  std::vector<Scenario> clusters;
+  for (const char* network : {"ib-hdr", "10gbe-tcp", "ib-edr"}) {
+    Scenario s = base;
+    s.network = network;
+    clusters.push_back(s);
+  }
+  Scenario v100 = base;
+  v100.node = "dgx-1";
+  v100.stack = "";  // the V100's own stack
+  clusters.push_back(with_stack(v100, profiles()));
+  PredictionCache shared;
+  const auto model = shared.model(base.model);
+  std::vector<models::Recipe> recipes;
+  for (const Layout& layout : {Layout{1, 1, 4}, Layout{2, 1, 2}, Layout{1, 2, 2}}) {
+    models::Recipe r = base.recipe;
+    layout.apply(r);
+    r.seq_len = 128;
+    r.micro_batch = 2;
+    r.grad_accum = 2;
+    r.precision = models::Precision::fp16;  // V100 has no bf16
+    recipes.push_back(r);
+    r.zero_stage = 3;  // the sharded step's bound (its first gather's readers)
+    if (r.pipeline_parallel == 1) recipes.push_back(r);
+  }
+  for (const Scenario& s : clusters) {
+    const sim::ClusterConfig config = resolve_cluster(s, profiles());
+    for (const models::Recipe& r : recipes) {
+      PredictionCache fresh;
+      CAPTURE(recipe_key(s.model, r));
+      CAPTURE(s.network);
+      CAPTURE(s.node);
+      CHECK(step_lower_bound_seconds(*model, r, config, shared) == step_lower_bound_seconds(*model, r, config, fresh));
+    }
+  }
+  // Each recipe's graph reduced once per GPU: the second and third network found it.
+  CHECK(shared.counts().bound_graphs == 2 * static_cast<long>(recipes.size()));
+  CHECK(shared.counts().bound_graph_hits == 2 * static_cast<long>(recipes.size()));
+}
+
 TEST_CASE("a runner-up says why it lost") {
   PredictionCache cache;
   const PlanSearch search = search_plans(small_gpt(), {16}, profiles(), cache);
