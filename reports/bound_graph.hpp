@@ -4,7 +4,7 @@
 // the data-parallel collectives and the optimizer tail wait for, and which micro-step ops read what ZeRO-3's
 // first gather gathers. A few dozen bytes an op instead of the graph's hundreds, so PredictionCache keeps it by
 // (graph, GPU) across configurations that differ only in the network (a sweep's network axis), where the
-// graph itself is evicted and was rebuilt for every network (docs/sweep.md, "Speed").
+// graph itself is evicted and was rebuilt for every network (docs/sweep.md, "Speed of --auto-recipe").
 #pragma once
 #include <map>
 #include <vector>
