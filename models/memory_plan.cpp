@@ -60,9 +60,14 @@ class Arena {
   int64_t high_water_ = 0;
 };
 
+bool in_arena(const Tensor& t) { return t.role == TensorRole::activation || t.role == TensorRole::workspace; }
+
+// An arena tensor that some op produces (and so is released after its last reader).
+bool produced_in_arena(const Tensor& t) { return in_arena(t) && t.producer >= 0; }
+
 // Tensors that a micro-step's forward leaves for its backward: activations produced before the first
 // non-forward op and read after it, and inputs read on both sides (a pipeline stage's received activation).
-double retained_bytes(const TaskGraph& g, const std::vector<int>& last_use) {
+std::vector<int> retained_tensors(const TaskGraph& g, const std::vector<int>& last_use) {
   size_t boundary = 0;
   while (boundary < g.ops.size() && g.ops[boundary].phase == Phase::forward) ++boundary;
   std::vector<int> first_use(g.tensors.size(), -1);
@@ -70,30 +75,28 @@ double retained_bytes(const TaskGraph& g, const std::vector<int>& last_use) {
     for (int t : op.inputs)
       if (first_use[static_cast<size_t>(t)] < 0) first_use[static_cast<size_t>(t)] = op.id;
   const int b = static_cast<int>(boundary);
-  double bytes = 0;
+  std::vector<int> out;
   for (const Tensor& t : g.tensors) {
     const int last = last_use[static_cast<size_t>(t.id)];
     if (last < b) continue;
-    const bool activation = (t.role == TensorRole::activation || t.role == TensorRole::workspace) && t.producer >= 0 &&
-                            t.producer < b;
+    const bool activation = produced_in_arena(t) && t.producer < b;
     const bool input = t.role == TensorRole::input && first_use[static_cast<size_t>(t.id)] >= 0 &&
                        first_use[static_cast<size_t>(t.id)] < b;
-    if (activation || input) bytes += static_cast<double>(aligned(t.bytes()));
+    if (activation || input) out.push_back(t.id);
   }
-  return bytes;
+  return out;
+}
+
+std::vector<int> last_uses(const TaskGraph& g) {
+  std::vector<int> last_use(g.tensors.size(), -1);
+  for (const Op& op : g.ops)
+    for (int t : op.inputs) last_use[static_cast<size_t>(t)] = std::max(last_use[static_cast<size_t>(t)], op.id);
+  return last_use;
 }
 
 }  // namespace
 
-MemoryPlan plan_memory(const TaskGraph& g, double workspace_bytes) {
-  MemoryPlan plan;
-  plan.workspace_bytes = workspace_bytes;
-  const size_t n = g.tensors.size();
-  plan.offset.assign(n, -1);
-  plan.last_use.assign(n, -1);
-  for (const Op& op : g.ops)
-    for (int t : op.inputs) plan.last_use[static_cast<size_t>(t)] = std::max(plan.last_use[static_cast<size_t>(t)], op.id);
-
+void add_model_states(const TaskGraph& g, MemoryPlan& plan) {
   for (const Tensor& t : g.tensors) {
     double bytes = static_cast<double>(t.bytes());
     switch (t.role) {
@@ -101,11 +104,9 @@ MemoryPlan plan_memory(const TaskGraph& g, double workspace_bytes) {
       case TensorRole::master_weight: plan.master_weights_bytes += bytes; break;
       case TensorRole::gradient: plan.gradients_bytes += bytes; break;
       case TensorRole::optimizer_state: plan.optimizer_state_bytes += bytes; break;
-      case TensorRole::input: plan.inputs_bytes += bytes; break;
       default: break;
     }
   }
-
   if (g.recipe.zero_stage > 0) {  // ZeRO: this rank's shard of the model states (models/zero.hpp)
     const ModelStates sharded = shard_model_states(
         {plan.weights_bytes, plan.gradients_bytes, plan.master_weights_bytes, plan.optimizer_state_bytes},
@@ -122,38 +123,69 @@ MemoryPlan plan_memory(const TaskGraph& g, double workspace_bytes) {
     plan.master_weights_bytes = sharded.master_weights_bytes;
     plan.optimizer_state_bytes = sharded.optimizer_state_bytes;
   }
+}
 
-  // Walk ops in order: allocate outputs, then free tensors whose last reader is this op.
-  // Activations never read (e.g. an unused mean) die right after their producer.
-  std::vector<std::vector<int>> dying(g.ops.size());
-  for (const Tensor& t : g.tensors) {
-    if (t.role != TensorRole::activation && t.role != TensorRole::workspace) continue;
-    if (t.producer < 0) continue;
-    int death = std::max(plan.last_use[static_cast<size_t>(t.id)], t.producer);
-    dying[static_cast<size_t>(death)].push_back(t.id);
+ActivationSchedule activation_schedule(const TaskGraph& g) {
+  ActivationSchedule s;
+  s.tensor_count = g.tensors.size();
+  const std::vector<int> last_use = last_uses(g);
+  s.steps.resize(g.ops.size());
+  for (const Op& op : g.ops) {
+    s.steps[static_cast<size_t>(op.id)].op = op.id;
+    for (int t : op.outputs)
+      if (in_arena(g.tensor(t))) s.steps[static_cast<size_t>(op.id)].allocate.push_back(t);
   }
+  // Activations never read (e.g. an unused mean) die right after their producer.
+  for (const Tensor& t : g.tensors)
+    if (produced_in_arena(t))
+      s.steps[static_cast<size_t>(std::max(last_use[static_cast<size_t>(t.id)], t.producer))].release.push_back(t.id);
+  s.retained = retained_tensors(g, last_use);
+  for (const Tensor& t : g.tensors)
+    if (t.role == TensorRole::input) s.inputs.push_back(t.id);
+  return s;
+}
+
+void place_activations(const ActivationSchedule& s, const std::vector<int64_t>& tensor_bytes, MemoryPlan& plan,
+                       std::vector<int64_t>* offsets) {
+  std::vector<int64_t> local;
+  std::vector<int64_t>& offset = offsets ? *offsets : local;
+  offset.assign(s.tensor_count, -1);
+  for (int t : s.inputs) plan.inputs_bytes += static_cast<double>(tensor_bytes[static_cast<size_t>(t)]);
   Arena arena;
   int64_t live = 0;
-  for (const Op& op : g.ops) {
-    for (int t : op.outputs) {
-      const Tensor& tensor = g.tensor(t);
-      if (tensor.role != TensorRole::activation && tensor.role != TensorRole::workspace) continue;
-      int64_t size = aligned(tensor.bytes());
-      plan.offset[static_cast<size_t>(t)] = arena.allocate(size);
+  for (const ActivationSchedule::Step& step : s.steps) {
+    for (int t : step.allocate) {
+      const int64_t size = aligned(tensor_bytes[static_cast<size_t>(t)]);
+      offset[static_cast<size_t>(t)] = arena.allocate(size);
       live += size;
     }
     if (static_cast<double>(live) > plan.activations_live_peak_bytes) {
       plan.activations_live_peak_bytes = static_cast<double>(live);
-      plan.peak_op = op.id;
+      plan.peak_op = step.op;
     }
-    for (int t : dying[static_cast<size_t>(op.id)]) {
-      int64_t size = aligned(g.tensor(t).bytes());
-      arena.release(plan.offset[static_cast<size_t>(t)], size);
+    for (int t : step.release) {
+      const int64_t size = aligned(tensor_bytes[static_cast<size_t>(t)]);
+      arena.release(offset[static_cast<size_t>(t)], size);
       live -= size;
     }
   }
   plan.activations_peak_bytes = static_cast<double>(arena.high_water());
-  plan.retained_activation_bytes = retained_bytes(g, plan.last_use);
+  for (int t : s.retained) plan.retained_activation_bytes += static_cast<double>(aligned(tensor_bytes[static_cast<size_t>(t)]));
+}
+
+std::vector<int64_t> tensor_bytes(const TaskGraph& g) {
+  std::vector<int64_t> out;
+  out.reserve(g.tensors.size());
+  for (const Tensor& t : g.tensors) out.push_back(t.bytes());
+  return out;
+}
+
+MemoryPlan plan_memory(const TaskGraph& g, double workspace_bytes) {
+  MemoryPlan plan;
+  plan.workspace_bytes = workspace_bytes;
+  plan.last_use = last_uses(g);
+  add_model_states(g, plan);
+  place_activations(activation_schedule(g), tensor_bytes(g), plan, &plan.offset);
   return plan;
 }
 

@@ -44,4 +44,30 @@ constexpr int64_t kArenaAlignmentBytes = 256;
 
 MemoryPlan plan_memory(const TaskGraph& graph, double workspace_bytes = kDefaultWorkspaceBytes);
 
+// plan_memory in parts, for a caller that places the same graph structure with other tensor sizes
+// (models/micro_batch_memory.hpp). The model states: weights, master weights, gradients and optimizer
+// state added to `plan` (ZeRO-sharded, with ZeRO-3's gathered units).
+void add_model_states(const TaskGraph& graph, MemoryPlan& plan);
+
+// The order in which the arena allocates and releases activation and workspace tensors, which tensors
+// a micro-step retains across its forward → backward boundary, and the inputs: a function of the graph's
+// structure (ops, their inputs and outputs, tensor roles and producers) only, not of tensor sizes.
+struct ActivationSchedule {
+  struct Step {
+    int op = -1;
+    std::vector<int> allocate, release;  // tensor ids: the op's arena outputs; those whose last reader it is
+  };
+  size_t tensor_count = 0;
+  std::vector<Step> steps;    // one per op, in op order
+  std::vector<int> retained;  // counted in retained_activation_bytes
+  std::vector<int> inputs;    // counted in inputs_bytes
+};
+ActivationSchedule activation_schedule(const TaskGraph& graph);
+
+// Adds to `plan` the inputs, the arena's peak and live peak (with its op) and the retained bytes of the
+// schedule with these tensor sizes (bytes per tensor id); the arena offsets to `offsets` when given.
+void place_activations(const ActivationSchedule& schedule, const std::vector<int64_t>& tensor_bytes, MemoryPlan& plan,
+                       std::vector<int64_t>* offsets = nullptr);
+std::vector<int64_t> tensor_bytes(const TaskGraph& graph);  // Tensor::bytes() per tensor id
+
 }  // namespace ptsim::models

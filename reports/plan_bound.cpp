@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <map>
 
-#include "sim/compute_model.hpp"
+#include "reports/bound_graph.hpp"
 
 namespace ptsim::reports {
 namespace {
@@ -17,21 +17,23 @@ struct BodyTimes {
   double micro = 0;
 };
 
-BodyTimes body_times(const models::TaskGraph& g, const models::Recipe& r, const sim::ClusterConfig& config,
-                     AloneCollectives& collectives) {
+// A bound op's seconds: its compute time on the GPU, or its collective alone on the cluster at `stage`.
+double op_seconds(const BoundGraph& g, const BoundOp& op, const models::Recipe& r, AloneCollectives& collectives,
+                  int stage) {
+  return op.comm >= 0 ? collectives.op_seconds(r, op.kind, g.comms[static_cast<size_t>(op.comm)], stage)
+                      : op.compute_seconds;
+}
+
+BodyTimes body_times(const BoundGraph& g, const models::Recipe& r, AloneCollectives& collectives) {
   BodyTimes out;
-  for (const models::Op& op : g.ops) {
+  for (const BoundOp& op : g.ops) {
     if (!models::is_micro_step_phase(op.phase)) continue;
-    const double s = models::is_communication(op.kind) ? collectives.op_seconds(r, op, 0) : sim::op_cost(op, config.gpu).seconds;
+    const double s = op_seconds(g, op, r, collectives, 0);
     out.start[op.id] = out.micro;
     out.micro += s;
     out.end[op.id] = out.micro;
   }
   return out;
-}
-
-double tail_op_seconds(const models::Op& op, const sim::ClusterConfig& config) {
-  return models::is_communication(op.kind) ? 0 : sim::op_cost(op, config.gpu).seconds;
 }
 
 // sim/step_simulator: the compute stream runs micro-steps 0 … M−2 without waiting for data-parallel traffic
@@ -41,31 +43,29 @@ double tail_op_seconds(const models::Op& op, const sim::ClusterConfig& config) {
 // ZeRO an update — and the tail (in order, on the compute stream after the body) runs each update after the
 // collectives it reads. Every start and end below is a lower bound of the simulated one, given lower bounds
 // of what it waits for; iterating only raises them, so three rounds are as safe as a fixed point.
-double data_parallel_step_bound(const models::TaskGraph& g, const models::Recipe& r, const sim::ClusterConfig& config,
-                                AloneCollectives& collectives) {
-  const BodyTimes body = body_times(g, r, config, collectives);
+double data_parallel_step_bound(const BoundGraph& g, const models::Recipe& r, AloneCollectives& collectives) {
+  const BodyTimes body = body_times(g, r, collectives);
   const double M = static_cast<double>(g.micro_steps), last_micro = (M - 1) * body.micro;
   std::map<int, double> end;  // lower bounds of when a collective or tail op ends
   double comm_end = 0, tail_end = M * body.micro;
   for (int round = 0; round < 3; ++round) {
     comm_end = 0;
-    for (const models::Op& op : g.ops) {
+    for (const BoundOp& op : g.ops) {
       if (op.phase != models::Phase::communication) continue;
       double ready = comm_end;
-      for (auto [e, e_end] = boost::in_edges(op.id, g.deps); e != e_end; ++e) {
-        const int dep = static_cast<int>(boost::source(*e, g.deps));
+      for (int dep : g.sources.at(op.id)) {
         if (auto it = body.end.find(dep); it != body.end.end()) ready = std::max(ready, last_micro + it->second);
         else if (auto it2 = end.find(dep); it2 != end.end()) ready = std::max(ready, it2->second);
       }
-      comm_end = end[op.id] = ready + collectives.op_seconds(r, op, 0);
+      comm_end = end[op.id] = ready + op_seconds(g, op, r, collectives, 0);
     }
     tail_end = M * body.micro;
-    for (const models::Op& op : g.ops) {
+    for (const BoundOp& op : g.ops) {
       if (models::is_micro_step_phase(op.phase) || op.phase == models::Phase::communication) continue;
-      for (auto [e, e_end] = boost::in_edges(op.id, g.deps); e != e_end; ++e)
-        if (g.op(static_cast<int>(boost::source(*e, g.deps))).phase == models::Phase::communication)
-          tail_end = std::max(tail_end, end[static_cast<int>(boost::source(*e, g.deps))]);
-      tail_end = end[op.id] = tail_end + tail_op_seconds(op, config);
+      for (int dep : g.sources.at(op.id))
+        if (g.ops[static_cast<size_t>(dep)].phase == models::Phase::communication)
+          tail_end = std::max(tail_end, end[dep]);
+      tail_end = end[op.id] = tail_end + op.compute_seconds;  // a communication op's is 0
     }
   }
   return std::max(comm_end, tail_end);
@@ -75,25 +75,21 @@ double data_parallel_step_bound(const models::TaskGraph& g, const models::Recipe
 // its parameters waits for it — and then every micro-step's body and the tail follow on the compute stream;
 // and the communication stream runs every gather, reduce-scatter (and hybrid replica all-reduce) of every
 // micro-step one at a time.
-double sharded_step_bound(const models::TaskGraph& g, const models::Recipe& r, const sim::ClusterConfig& config,
-                          AloneCollectives& collectives) {
-  const BodyTimes body = body_times(g, r, config, collectives);
+double sharded_step_bound(const BoundGraph& g, const models::Recipe& r, AloneCollectives& collectives) {
+  const BodyTimes body = body_times(g, r, collectives);
   const double M = static_cast<double>(g.micro_steps);
   double tail = 0, comm = 0, first_gather = -1, before_gate = body.micro;
-  for (const models::Op& op : g.ops) {
+  for (const BoundOp& op : g.ops) {
     if (op.phase == models::Phase::communication) {
-      const double s = collectives.op_seconds(r, op, 0);
+      const double s = op_seconds(g, op, r, collectives, 0);
       comm += s;
       if (first_gather < 0 && op.kind == models::OpKind::all_gather) {
         first_gather = s;
-        for (const models::Op& reader : g.ops)  // the compute before the first op that reads what it gathers
-          if (models::is_micro_step_phase(reader.phase))
-            for (int t : reader.inputs)
-              if (std::find(op.inputs.begin(), op.inputs.end(), t) != op.inputs.end())
-                before_gate = std::min(before_gate, body.start.at(reader.id));
+        for (int reader : g.first_gather_readers)  // the compute before the first op that reads what it gathers
+          before_gate = std::min(before_gate, body.start.at(reader));
       }
     } else if (!models::is_micro_step_phase(op.phase)) {
-      tail += tail_op_seconds(op, config);
+      tail += op.compute_seconds;  // a communication op's is 0
     }
   }
   const double first = std::max(before_gate, std::max(first_gather, 0.0)) + (body.micro - before_gate);
@@ -109,23 +105,22 @@ double sharded_step_bound(const models::TaskGraph& g, const models::Recipe& r, c
 // is (M + P − 1) passes and the tail — the pipeline bubble. With the recipe's overlap options
 // (docs/parallelism.md, "Overlapping the data-parallel communication with the pipeline") the reductions and
 // gathers are left out of the sum: they may hide behind the passes.
-double pipeline_step_bound(const PlannedPipeline& pipeline, const models::Recipe& r, const sim::ClusterConfig& config,
+double pipeline_step_bound(const std::vector<BoundGraph>& chunks, const models::Recipe& r,
                            AloneCollectives& collectives) {
   const size_t P = static_cast<size_t>(r.pipeline_parallel);
   const double M = static_cast<double>(r.grad_accum);
-  std::vector<double> fwd(pipeline.chunks.size(), 0), bwd(pipeline.chunks.size(), 0);
+  std::vector<double> fwd(chunks.size(), 0), bwd(chunks.size(), 0);
   std::vector<double> passes(P, 0), tail(P, 0), reduce(P, 0), gather(P, 0);
-  for (size_t c = 0; c < pipeline.chunks.size(); ++c) {
+  for (size_t c = 0; c < chunks.size(); ++c) {
     const size_t k = c % P;
-    for (const models::Op& op : pipeline.chunks[c].ops) {
-      const bool comm = models::is_communication(op.kind);
+    for (const BoundOp& op : chunks[c].ops) {
       if (models::is_micro_step_phase(op.phase)) {
-        const double s = comm ? collectives.op_seconds(r, op, 0) : sim::op_cost(op, config.gpu).seconds;
-        (op.phase == models::Phase::forward ? fwd : bwd)[c] += s;
+        (op.phase == models::Phase::forward ? fwd : bwd)[c] += op_seconds(chunks[c], op, r, collectives, 0);
       } else if (op.phase == models::Phase::communication) {
-        (op.kind == models::OpKind::all_gather ? gather : reduce)[k] += collectives.op_seconds(r, op, static_cast<int>(k));
-      } else if (!comm) {
-        tail[k] += sim::op_cost(op, config.gpu).seconds;
+        (op.kind == models::OpKind::all_gather ? gather : reduce)[k] +=
+            op_seconds(chunks[c], op, r, collectives, static_cast<int>(k));
+      } else if (op.comm < 0) {
+        tail[k] += op.compute_seconds;
       }
     }
     passes[k] += M * (fwd[c] + bwd[c]);
@@ -152,10 +147,10 @@ double pipeline_step_bound(const PlannedPipeline& pipeline, const models::Recipe
 
 double step_lower_bound_seconds(const models::ModelSpec& model, const models::Recipe& r,
                                 const sim::ClusterConfig& config, PredictionCache& cache, AloneCollectives& collectives) {
-  if (r.pipeline_parallel > 1) return pipeline_step_bound(*cache.pipeline(model, r), r, config, collectives);
-  const models::TaskGraph& g = cache.graph(model, r)->graph;
-  if (r.zero_stage >= 3 && r.data_parallel > 1) return sharded_step_bound(g, r, config, collectives);
-  return data_parallel_step_bound(g, r, config, collectives);
+  const auto bound = cache.bound_graphs(model, r, config.gpu);
+  if (r.pipeline_parallel > 1) return pipeline_step_bound(*bound, r, collectives);
+  if (r.zero_stage >= 3 && r.data_parallel > 1) return sharded_step_bound(bound->front(), r, collectives);
+  return data_parallel_step_bound(bound->front(), r, collectives);
 }
 
 double step_lower_bound_seconds(const models::ModelSpec& model, const models::Recipe& r,

@@ -73,13 +73,17 @@ double AloneCollectives::seconds(sim::CollectiveKind kind, double bytes, const R
 }
 
 double AloneCollectives::op_seconds(const models::Recipe& r, const models::Op& op, int stage) {
-  const sim::CollectiveKind kind = op.kind == models::OpKind::reduce_scatter ? sim::CollectiveKind::reduce_scatter
-                                   : op.kind == models::OpKind::all_gather   ? sim::CollectiveKind::all_gather
+  return op_seconds(r, op.kind, op.attrs.comm, stage);
+}
+
+double AloneCollectives::op_seconds(const models::Recipe& r, models::OpKind op_kind, const models::CommAttrs& comm,
+                                    int stage) {
+  const sim::CollectiveKind kind = op_kind == models::OpKind::reduce_scatter ? sim::CollectiveKind::reduce_scatter
+                                   : op_kind == models::OpKind::all_gather   ? sim::CollectiveKind::all_gather
                                                                              : sim::CollectiveKind::all_reduce;
-  const bool data_parallel = op.attrs.comm.group == models::CommGroup::data_parallel;
+  const bool data_parallel = comm.group == models::CommGroup::data_parallel;
   // The data-parallel all-reduces run the scenario's algorithm or automatic's choice, except ZeRO-3's (rings).
-  return seconds(kind, op.attrs.comm.bytes, collective_groups(r, op.attrs.comm.group, stage),
-                 data_parallel && r.zero_stage < 3);
+  return seconds(kind, comm.bytes, collective_groups(r, comm.group, stage), data_parallel && r.zero_stage < 3);
 }
 
 }  // namespace ptsim::reports

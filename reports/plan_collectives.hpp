@@ -31,6 +31,7 @@ class AloneCollectives {
   double seconds(sim::CollectiveKind kind, double bytes, const RankGroups& groups, bool any_algorithm = false);
   // The collective a communication op of `recipe`'s graph runs (its kind, bytes and group), at `stage`.
   double op_seconds(const models::Recipe& recipe, const models::Op& op, int stage);
+  double op_seconds(const models::Recipe& recipe, models::OpKind kind, const models::CommAttrs& comm, int stage);
 
  private:
   double run(sim::CollectiveSpec spec, sim::CollectiveAlgorithm algorithm) const;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/error.hpp"
 #include "reports/cache_bytes.hpp"
 #include "sim/pipeline_step.hpp"
 
@@ -22,6 +23,49 @@ std::string model_key(const models::ModelSpec& m) {
 
 std::string graph_key(const models::ModelSpec& model, const models::Recipe& r) {
   return model_key(model) + "#" + recipe_key(model.name, r);
+}
+
+// The recipe's graph, or its pipeline's chunks.
+std::vector<models::TaskGraph> build_chunks(const models::ModelSpec& model, const models::Recipe& r) {
+  if (r.pipeline_parallel > 1) return models::build_pipeline_graphs(model, r);
+  std::vector<models::TaskGraph> out;
+  out.push_back(models::build_task_graph(model, r));
+  return out;
+}
+
+// `reference` (at micro-batch 1) and the same at micro-batch 2, built and compared: empty when either is
+// refused (the probe's own build then says why) or they are not derivable.
+std::shared_ptr<const MicroBatchMemories> derive_micro_batch_memories(const models::ModelSpec& model,
+                                                                     const models::Recipe& reference) {
+  models::Recipe two = reference;
+  two.micro_batch = 2;
+  std::vector<models::TaskGraph> at_one, at_two;
+  try {
+    at_one = build_chunks(model, reference);
+    at_two = build_chunks(model, two);
+  } catch (const core::InputError&) {
+    return std::make_shared<const MicroBatchMemories>();
+  }
+  auto out = std::make_shared<MicroBatchMemories>();
+  for (size_t c = 0; c < at_one.size(); ++c) {
+    auto memory = models::MicroBatchMemory::from(at_one[c], at_two[c]);
+    if (!memory) return std::make_shared<const MicroBatchMemories>();
+    out->chunks.push_back(std::move(*memory));
+  }
+  return out;
+}
+
+// A probe's summary from its recipe's derivation.
+std::shared_ptr<const MemorySummary> derived_memory(const MicroBatchMemories& memories, const models::Recipe& recipe) {
+  auto summary = std::make_shared<MemorySummary>();
+  if (recipe.pipeline_parallel > 1) {
+    std::vector<models::MemoryPlan> plans;
+    for (const auto& chunk : memories.chunks) plans.push_back(chunk.at(recipe.micro_batch));
+    summary->stages = sim::plan_pipeline_memory(plans, recipe);
+  } else {
+    summary->plan = memories.chunks.front().at(recipe.micro_batch);
+  }
+  return summary;
 }
 
 // The cached value under `key`, or make() — computed outside the lock, so other keys proceed in parallel —
@@ -70,7 +114,8 @@ std::string recipe_key(const std::string& model, const models::Recipe& r) {
 }
 
 PredictionCache::PredictionCache(const CacheLimits& limits)
-    : graphs_(limits.graph_bytes), memory_(limits.result_bytes), single_(limits.result_bytes),
+    : graphs_(limits.graph_bytes), memory_(limits.result_bytes), micro_batch_memories_(limits.result_bytes),
+      bound_graphs_(limits.bound_bytes), single_(limits.result_bytes),
       steps_(limits.result_bytes) {}
 
 std::shared_ptr<const models::ModelSpec> PredictionCache::model(const std::string& name_or_path) {
@@ -116,11 +161,29 @@ std::shared_ptr<const PlannedPipeline> PredictionCache::pipeline(const models::M
   return entry.pipeline;
 }
 
+std::shared_ptr<const MicroBatchMemories> PredictionCache::micro_batch_memories(const models::ModelSpec& model,
+                                                                               const models::Recipe& recipe) {
+  models::Recipe reference = recipe;
+  reference.grad_accum = recipe.pipeline_parallel;  // any valid count: the graph does not depend on it
+  reference.micro_batch = 1;
+  return find_or_make(
+      mutex_, micro_batch_memories_, graph_key(model, reference), counts_.memory_derivations,
+      counts_.memory_derivation_hits,
+      [&] { return derive_micro_batch_memories(model, reference); },
+      [](const std::shared_ptr<const MicroBatchMemories>& m) {
+        size_t bytes = sizeof(MicroBatchMemories);
+        for (const auto& c : m->chunks) bytes += c.approximate_bytes();
+        return bytes;
+      });
+}
+
 std::shared_ptr<const MemorySummary> PredictionCache::memory(const models::ModelSpec& model,
                                                              const models::Recipe& recipe) {
   return find_or_make(
       mutex_, memory_, graph_key(model, recipe), counts_.memory_summaries, counts_.memory_hits,
       [&] {
+        const auto memories = micro_batch_memories(model, recipe);
+        if (!memories->chunks.empty()) return derived_memory(*memories, recipe);
         auto summary = std::make_shared<MemorySummary>();
         if (recipe.pipeline_parallel > 1) {
           summary->stages = pipeline(model, recipe)->stages;
@@ -132,6 +195,27 @@ std::shared_ptr<const MemorySummary> PredictionCache::memory(const models::Model
         return std::shared_ptr<const MemorySummary>(std::move(summary));
       },
       [](const std::shared_ptr<const MemorySummary>& m) { return sizeof(MemorySummary) + approximate_bytes(m->stages); });
+}
+
+std::shared_ptr<const std::vector<BoundGraph>> PredictionCache::bound_graphs(const models::ModelSpec& model,
+                                                                             const models::Recipe& recipe,
+                                                                             const hwprofiles::GpuProfile& gpu) {
+  return find_or_make(
+      mutex_, bound_graphs_, graph_key(model, recipe) + "@" + gpu.name + "/" + gpu.stack, counts_.bound_graphs,
+      counts_.bound_graph_hits,
+      [&] {
+        auto out = std::make_shared<std::vector<BoundGraph>>();
+        if (recipe.pipeline_parallel > 1)
+          for (const auto& chunk : pipeline(model, recipe)->chunks) out->push_back(bound_graph(chunk, gpu));
+        else
+          out->push_back(bound_graph(graph(model, recipe)->graph, gpu));
+        return std::shared_ptr<const std::vector<BoundGraph>>(std::move(out));
+      },
+      [](const std::shared_ptr<const std::vector<BoundGraph>>& b) {
+        size_t bytes = sizeof(std::vector<BoundGraph>);
+        for (const auto& g : *b) bytes += approximate_bytes(g);
+        return bytes;
+      });
 }
 
 sim::SingleDevicePrediction PredictionCache::single_device(const models::ModelSpec& model,

@@ -14,6 +14,7 @@
 #include "hwprofiles/profiles.hpp"
 #include "models/builder.hpp"
 #include "reports/auto_recipe.hpp"
+#include "reports/cache_bytes.hpp"
 #include "reports/plan_bound.hpp"
 #include "reports/plan_search.hpp"
 #include "reports/prediction.hpp"
@@ -204,6 +205,57 @@ TEST_CASE("with the pipeline's overlap options the bound still holds (the reduct
     CHECK_MESSAGE(bound <= simulated.iteration_seconds * (1 + 1e-9), "ZeRO-", zero, " V ", v, ": bound ", bound,
                   " > simulated ", simulated.iteration_seconds);
   }
+}
+
+TEST_CASE("the bound's reduced graphs, kept by GPU, give every network the bound a fresh cache gives it") {
+  // The two-node GPT case over three networks, and once on V100 nodes (another GPU): the cache keeps each
+  // recipe's reduced graph (reports/bound_graph) by (graph, GPU) and times the collectives per cluster, so a
+  // network reached through the kept graph must get, to the bit, what a cache that never saw another network
+  // gives (the same op times summed in the same order); and a GPU must never get another GPU's op times.
+  const Scenario base = with_stack(two_node_gpt(), profiles());
+  std::vector<Scenario> clusters;
+  for (const char* network : {"ib-hdr", "10gbe-tcp", "ib-edr"}) {
+    Scenario s = base;
+    s.network = network;
+    clusters.push_back(s);
+  }
+  Scenario v100 = base;
+  v100.node = "dgx-1";
+  v100.stack = "";  // the V100's own stack
+  clusters.push_back(with_stack(v100, profiles()));
+  PredictionCache shared;
+  const auto model = shared.model(base.model);
+  std::vector<models::Recipe> recipes;
+  for (const Layout& layout : {Layout{1, 1, 4}, Layout{2, 1, 2}, Layout{1, 2, 2}}) {
+    models::Recipe r = base.recipe;
+    layout.apply(r);
+    r.seq_len = 128;
+    r.micro_batch = 2;
+    r.grad_accum = 2;
+    r.precision = models::Precision::fp16;  // V100 has no bf16
+    recipes.push_back(r);
+    r.zero_stage = 3;  // the sharded step's bound (its first gather's readers)
+    if (r.pipeline_parallel == 1) recipes.push_back(r);
+  }
+  for (const Scenario& s : clusters) {
+    const sim::ClusterConfig config = resolve_cluster(s, profiles());
+    for (const models::Recipe& r : recipes) {
+      PredictionCache fresh;
+      CAPTURE(recipe_key(s.model, r));
+      CAPTURE(s.network);
+      CAPTURE(s.node);
+      CHECK(step_lower_bound_seconds(*model, r, config, shared) == step_lower_bound_seconds(*model, r, config, fresh));
+    }
+  }
+  // Small enough to keep where graphs are not (the point of keeping it): under a tenth of the graph's
+  // estimated bytes (reports/cache_bytes), for the data-parallel recipe.
+  const size_t reduced = approximate_bytes(shared.bound_graphs(*model, recipes[0], resolve_cluster(clusters[0], profiles()).gpu)->front());
+  const size_t whole = approximate_bytes(shared.graph(*model, recipes[0])->graph);
+  MESSAGE("reduced graph ", reduced, " bytes, graph ", whole, " bytes");
+  CHECK(reduced * 10 < whole);
+  // Each recipe's graph reduced once per GPU: the second and third network found it.
+  CHECK(shared.counts().bound_graphs == 2 * static_cast<long>(recipes.size()));
+  CHECK(shared.counts().bound_graph_hits == 2 * static_cast<long>(recipes.size()) + 1);  // and the size check
 }
 
 TEST_CASE("a runner-up says why it lost") {
