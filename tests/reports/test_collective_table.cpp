@@ -8,16 +8,14 @@
 #include "reports/collective_table.hpp"
 #include "reports/prediction.hpp"
 #include "sim/alpha_beta.hpp"
+#include "tests/support/shipped_profiles.hpp"
 
 using namespace ptsim;
 using namespace ptsim::reports;
 
 namespace {
 
-const hwprofiles::ProfileSet& profiles() {
-  static const hwprofiles::ProfileSet p = hwprofiles::load_profiles();
-  return p;
-}
+const hwprofiles::ProfileSet& profiles() { return test::shipped_profiles(); }
 
 sim::ClusterConfig cluster(const std::string& node, int nodes, int gpus_per_node, const std::string& network) {
   Scenario s;

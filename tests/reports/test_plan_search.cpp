@@ -20,16 +20,14 @@
 #include "reports/prediction.hpp"
 #include "sim/memory_check.hpp"
 #include "sim/pipeline_step.hpp"
+#include "tests/support/shipped_profiles.hpp"
 
 using namespace ptsim;
 using namespace ptsim::reports;
 
 namespace {
 
-const hwprofiles::ProfileSet& profiles() {
-  static const hwprofiles::ProfileSet p = hwprofiles::load_profiles();
-  return p;
-}
+const hwprofiles::ProfileSet& profiles() { return test::shipped_profiles(); }
 
 // GPT-2 124M, bf16 AdamW, on `nodes` DGX A100 nodes of `gpus` GPUs each, one pretraining phase.
 Scenario gpt_scenario(const char* name, int nodes, int gpus, int seq_len, int micro_batch, int global_batch) {

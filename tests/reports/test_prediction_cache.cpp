@@ -13,16 +13,14 @@
 #include "reports/cache_bytes.hpp"
 #include "reports/prediction.hpp"
 #include "reports/prediction_cache.hpp"
+#include "tests/support/shipped_profiles.hpp"
 
 using namespace ptsim;
 using namespace ptsim::reports;
 
 namespace {
 
-const hwprofiles::ProfileSet& profiles() {
-  static const hwprofiles::ProfileSet p = hwprofiles::load_profiles();
-  return p;
-}
+const hwprofiles::ProfileSet& profiles() { return test::shipped_profiles(); }
 
 }  // namespace
 

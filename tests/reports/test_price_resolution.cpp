@@ -10,16 +10,14 @@
 #include "reports/prediction.hpp"
 #include "reports/price_resolution.hpp"
 #include "reports/scenario.hpp"
+#include "tests/support/shipped_profiles.hpp"
 
 using namespace ptsim;
 using hwprofiles::PriceItem;
 using reports::resolve_prices;
 
 namespace {
-const hwprofiles::ProfileSet& profiles() {
-  static const hwprofiles::ProfileSet set = hwprofiles::load_profiles();
-  return set;
-}
+const hwprofiles::ProfileSet& profiles() { return test::shipped_profiles(); }
 
 // A scenario on `node` that names no hardware price and uses price set `set`.
 reports::Scenario scenario_on(const std::string& node, const std::string& set) {

@@ -11,14 +11,12 @@
 #include "reports/scenario.hpp"
 #include "sim/compute_model.hpp"
 #include "sim/step_simulator.hpp"
+#include "tests/support/shipped_profiles.hpp"
 
 using namespace ptsim;
 
 namespace {
-const hwprofiles::ProfileSet& profiles() {
-  static const hwprofiles::ProfileSet set = hwprofiles::load_profiles();
-  return set;
-}
+const hwprofiles::ProfileSet& profiles() { return test::shipped_profiles(); }
 }  // namespace
 
 TEST_CASE("every shipped scenario loads and predicts") {

@@ -10,16 +10,14 @@
 #include "reports/prediction.hpp"
 #include "reports/sweep.hpp"
 #include "reports/sweep_output.hpp"
+#include "tests/support/shipped_profiles.hpp"
 
 using namespace ptsim;
 using namespace ptsim::reports;
 
 namespace {
 
-const hwprofiles::ProfileSet& profiles() {
-  static const hwprofiles::ProfileSet p = hwprofiles::load_profiles();
-  return p;
-}
+const hwprofiles::ProfileSet& profiles() { return test::shipped_profiles(); }
 
 SweepSpec t4_spec(const std::vector<std::string>& axes, const std::vector<std::string>& overrides = {}) {
   SweepSpec spec;
