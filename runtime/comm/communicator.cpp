@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/exec/backend.hpp"
+#include "runtime/exec/span_elements.hpp"
 
 namespace ptsim::runtime {
 namespace {
@@ -33,6 +34,11 @@ void reduce_span(Communicator& comm, Backend& backend, const DeviceSpan& data, m
 
 }  // namespace
 
+bool is_summable_float(models::DType dtype) {
+  return dtype == models::DType::f32 || dtype == models::DType::f64 || dtype == models::DType::f16 ||
+         dtype == models::DType::bf16;
+}
+
 void Communicator::all_reduce_sum_16bit(std::span<uint16_t>, models::DType dtype) {
   throw std::logic_error(fmt::format("this communicator does not sum {} natively (sums_natively is false)",
                                      models::to_string(dtype)));
@@ -47,10 +53,7 @@ void Communicator::all_reduce_sum(Backend& backend, const DeviceSpan& data, mode
     throw std::invalid_argument(fmt::format("Communicator::all_reduce_sum: this communicator does not sum elements of "
                                             "dtype {} (sums_natively is false)",
                                             models::to_string(dtype)));
-  if (data.bytes % static_cast<size_t>(models::dtype_bytes(dtype)) != 0)
-    throw std::invalid_argument(fmt::format("Communicator::all_reduce_sum: {} bytes is not a whole number of {} "
-                                            "elements",
-                                            data.bytes, models::to_string(dtype)));
+  (void)whole_element_count(data, dtype, "Communicator::all_reduce_sum");
   backend.synchronize(stream);  // host collectives read the memory now: what `stream` queued must have run
   if (dtype == models::DType::f64) reduce_span<double>(*this, backend, data, dtype);
   else if (dtype == models::DType::f32) reduce_span<float>(*this, backend, data, dtype);

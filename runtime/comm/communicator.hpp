@@ -14,6 +14,10 @@ namespace ptsim::runtime {
 
 class Backend;  // runtime/exec/backend.hpp
 
+// f32, f64, f16 or bf16: the types a communicator that sums 16-bit floats natively takes (MPI's 16-bit
+// MPI_Ops, NCCL, one rank): what their sums_natively answers.
+bool is_summable_float(models::DType dtype);
+
 // A collective started by Communicator::start_all_reduce_sum and not yet waited for. id < 0: none.
 struct CommRequest {
   int32_t id = -1;

@@ -22,6 +22,7 @@
 #include "runtime/exec/backend.hpp"
 #include "runtime/exec/math/half_bits.hpp"
 #include "runtime/exec/precision.hpp"  // defines: is_16bit_float
+#include "runtime/exec/span_elements.hpp"
 
 namespace ptsim::runtime {
 
@@ -152,9 +153,7 @@ MpiCommunicator::~MpiCommunicator() {
     if (*op != MPI_OP_NULL) MPI_Op_free(op);
 }
 
-bool MpiCommunicator::sums_natively(models::DType dtype) const {
-  return Communicator::sums_natively(dtype) || dtype == models::DType::f16 || dtype == models::DType::bf16;
-}
+bool MpiCommunicator::sums_natively(models::DType dtype) const { return is_summable_float(dtype); }
 
 namespace {
 // How MPI sums elements of `dtype`: MPI_SUM over MPI_FLOAT / MPI_DOUBLE, the 16-bit ops over MPI_UINT16_T.
@@ -174,10 +173,8 @@ MpiSum mpi_sum(models::DType dtype, const MpiSumOps& ops) {
 CommRequest MpiCommunicator::start_all_reduce_sum(Backend& backend, const DeviceSpan& data, models::DType dtype,
                                                   Stream stream) {
   const MpiSum sum = mpi_sum(dtype, *sum_ops_);
+  const size_t count = whole_element_count(data, dtype, "MpiCommunicator");
   const auto element = static_cast<size_t>(models::dtype_bytes(dtype));
-  if (data.bytes % element != 0)
-    throw std::invalid_argument(fmt::format("MpiCommunicator: {} bytes is not a whole number of {} elements", data.bytes,
-                                            models::to_string(dtype)));
   backend.synchronize(stream);  // the host collective reads the memory from now on
   auto p = std::make_unique<Pending>();
   std::byte* bytes = nullptr;
@@ -190,7 +187,7 @@ CommRequest MpiCommunicator::start_all_reduce_sum(Backend& backend, const Device
     p->span = data;
     bytes = p->host.data();
   }
-  start_in_place(bytes, data.bytes / element, element, sum, p->requests);
+  start_in_place(bytes, count, element, sum, p->requests);
   pending_.push_back(std::move(p));
   return CommRequest{static_cast<int32_t>(pending_.size() - 1)};
 }

@@ -25,6 +25,7 @@
 #include "runtime/comm/cuda_stream_source.hpp"
 #include "runtime/comm/local_device.hpp"
 #include "runtime/exec/backend.hpp"
+#include "runtime/exec/span_elements.hpp"
 
 namespace ptsim::runtime {
 namespace {
@@ -249,20 +250,14 @@ CommRequest NcclCommunicator::start_all_reduce_sum(Backend& backend, const Devic
     throw std::invalid_argument(fmt::format("NcclCommunicator reduces CUDA device memory; backend '{}' is not a "
                                             "CUDA backend",
                                             backend.name()));
-  const auto element = static_cast<size_t>(models::dtype_bytes(dtype));
-  if (data.bytes % element != 0)
-    throw std::invalid_argument(fmt::format("NcclCommunicator: {} bytes is not a whole number of {} elements",
-                                            data.bytes, models::to_string(dtype)));
+  const size_t count = whole_element_count(data, dtype, "NcclCommunicator");
   auto cuda = static_cast<cudaStream_t>(streams->cuda_stream(stream));
-  state_->enqueue_all_reduce(backend.kernel_address(data), data.bytes / element, nccl_type(dtype), cuda);
+  state_->enqueue_all_reduce(backend.kernel_address(data), count, nccl_type(dtype), cuda);
   state_->requests.push_back(state_->record_after(cuda));
   return CommRequest{static_cast<int32_t>(state_->requests.size() - 1)};
 }
 
-bool NcclCommunicator::sums_natively(models::DType dtype) const {
-  return dtype == models::DType::f32 || dtype == models::DType::f64 || dtype == models::DType::f16 ||
-         dtype == models::DType::bf16;
-}
+bool NcclCommunicator::sums_natively(models::DType dtype) const { return is_summable_float(dtype); }
 
 void NcclCommunicator::all_reduce_sum(Backend& backend, const DeviceSpan& data, models::DType dtype, Stream stream) {
   const CommRequest r = start_all_reduce_sum(backend, data, dtype, stream);

@@ -15,10 +15,7 @@ class SingleProcessCommunicator final : public Communicator {
   void all_reduce_sum(std::span<double>) override {}
   void all_reduce_sum_16bit(std::span<uint16_t>, models::DType) override {}
   // Every float type: the sum over one rank is the data itself, in its own type.
-  bool sums_natively(models::DType dtype) const override {
-    return dtype == models::DType::f32 || dtype == models::DType::f64 || dtype == models::DType::f16 ||
-           dtype == models::DType::bf16;
-  }
+  bool sums_natively(models::DType dtype) const override { return is_summable_float(dtype); }
   void barrier() override {}
 };
 

@@ -5,14 +5,25 @@
 // (cpu_16bit_vectors.hpp) on host copies of the spans. Correct on any backend, bit for bit the CPU
 // backend's results, and slow (two host copies of the data). The optimizer's default is in
 // cpu_optimizer.cpp.
+#include <fmt/format.h>
+
 #include <stdexcept>
 #include <vector>
 
 #include "runtime/exec/backend.hpp"
 #include "runtime/exec/cpu_16bit_vectors.hpp"
 #include "runtime/exec/precision.hpp"  // defines: is_16bit_float
+#include "runtime/exec/span_elements.hpp"
 
 namespace ptsim::runtime {
+
+size_t whole_element_count(const DeviceSpan& data, models::DType dtype, const char* who) {
+  const auto element = static_cast<size_t>(models::dtype_bytes(dtype));
+  if (data.bytes % element != 0)
+    throw std::invalid_argument(
+        fmt::format("{}: {} bytes is not a whole number of {} elements", who, data.bytes, models::to_string(dtype)));
+  return data.bytes / element;
+}
 
 double Backend::scaled_sum_of_squares(const DeviceSpan& span, models::DType dtype, double factor) {
   const float f = static_cast<float>(factor);
@@ -83,9 +94,10 @@ void Backend::add_to_sum(const DeviceSpan& sum, const DeviceSpan& value) {
 void Backend::scale_16bit(const DeviceSpan& span, models::DType dtype, double factor) {
   if (compute() != ComputeType::f32) throw std::logic_error("scale_16bit: f32 compute only");
   if (!is_16bit_float(dtype)) throw std::invalid_argument("scale_16bit: the span holds f16 or bf16 elements");
+  const size_t n = whole_element_count(span, dtype, "scale_16bit");
   std::vector<char> host(span.bytes);
   copy_to_host(host.data(), span);
-  cpu::scale_16bit_host(host.data(), span.bytes / 2, dtype, static_cast<float>(factor), 1);
+  cpu::scale_16bit_host(host.data(), n, dtype, static_cast<float>(factor), 1);
   copy_to_device(span, host.data());
 }
 

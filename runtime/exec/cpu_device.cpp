@@ -18,6 +18,7 @@
 #include "runtime/exec/cuda/cuda_backend.hpp"  // defines: make_cuda_backend
 #endif
 #include "runtime/exec/precision.hpp"
+#include "runtime/exec/span_elements.hpp"
 
 namespace ptsim::runtime {
 
@@ -165,8 +166,9 @@ void CpuDevice::scale(const DeviceSpan& span, double factor) {
 void CpuDevice::scale_16bit(const DeviceSpan& span, models::DType dtype, double factor) {
   if (compute_ != ComputeType::f32) throw std::logic_error("cpu backend: scale_16bit needs f32 compute");
   if (!is_16bit_float(dtype)) throw std::invalid_argument("cpu backend: scale_16bit: the span holds f16 or bf16 elements");
-  if (span.bytes == 0) return;
-  scale_16bit_host(checked(span), span.bytes / 2, dtype, static_cast<float>(factor), threads_);
+  const size_t n = whole_element_count(span, dtype, "cpu backend: scale_16bit");
+  if (n == 0) return;
+  scale_16bit_host(checked(span), n, dtype, static_cast<float>(factor), threads_);
 }
 
 double CpuDevice::sum_of_squares(const DeviceSpan& span) {

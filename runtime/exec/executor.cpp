@@ -620,6 +620,7 @@ struct Executor::Impl {
   void start_bucket(const Op& op, Communicator& comm) {
     const DeviceSpan whole = *contiguous(op.inputs);
     const bool staged = staged_through_fp32(op, comm);
+    divide_before_sum(op, comm);
     const DeviceSpan reduced = staged ? widen_bucket({{op.inputs.front(), whole}}, take_staging_slot(op, comm)) : whole;
     backend->record(bucket_ready, compute_stream);
     backend->wait(comm_stream, bucket_ready);
@@ -705,6 +706,7 @@ struct Executor::Impl {
     if (in_flight[static_cast<size_t>(op.id)].valid()) return finish_started_bucket(op, comm);  // started in backward
     std::optional<DeviceSpan> whole = contiguous(op.inputs);
     if (staged_through_fp32(op, comm)) return all_reduce_16bit(op, comm, whole);
+    divide_before_sum(op, comm);
     size_t total = 0;
     if (!whole) {  // pack
       for (int id : op.inputs) total += span_of(id).bytes;
@@ -848,13 +850,24 @@ struct Executor::Impl {
     }
   }
 
-  // The sum over ranks → the mean (gradients averaged, as DDP does), after the sum: × fp32(1/N) in fp32. A
-  // 16-bit bucket (summed in its type, one rounding per add) is widened, multiplied and rounded back once
-  // (scale_16bit); fp32 storage of 16-bit values (the emulation) is rounded to the 16-bit type after.
+  // The sum over ranks → the mean (gradients averaged, as DDP does). A bucket summed in its own 16-bit type
+  // is divided before the sum, on the compute stream before the bucket is marked ready, as PyTorch DDP's
+  // default hook does ("Apply the division first to avoid overflow, especially for FP16"): sum-then-divide
+  // overflows fp16 to inf once |Σg| ≥ 65520 even where Σg/N fits. Each element × fp32(1/N), rounded once
+  // (scale_16bit), then one rounding per add in the sum (docs/executor.md). fp32 buckets, and 16-bit ones
+  // through fp32 staging (narrow_bucket), divide after the sum.
+  bool divides_before_sum(const Op& op, const Communicator& comm) const {
+    return bucket_is_16bit(op) && !staged_through_fp32(op, comm);
+  }
+  void divide_before_sum(const Op& op, const Communicator& comm) {
+    if (divides_before_sum(op, comm)) scale_tensors(op.inputs, 1.0 / comm.size());
+  }
+  // After the sum: × fp32(1/N) in fp32; fp32 storage of 16-bit values (the emulation) is rounded to the 16-bit
+  // type after. Nothing left to do for a bucket divided before its sum.
   void average(const Op& op, const Communicator& comm) {
+    if (divides_before_sum(op, comm)) return;
     scale_tensors(op.inputs, 1.0 / comm.size());
-    for (int id : op.inputs)
-      if (!is_16bit_float(stored.tensor(id).dtype)) backend->round_to_dtype(span_of(id), graph.tensor(id).dtype);
+    for (int id : op.inputs) backend->round_to_dtype(span_of(id), graph.tensor(id).dtype);
   }
 
   // The optimizer runs on this executor's backend over its storage: slot i is graph.params[i]'s fp32 (master)

@@ -148,7 +148,8 @@ class Executor {
   // `loss_scale`: the factor the loss gradient (graph.inputs.loss_grad) carried; after the all-reduce the
   // gradients are divided by it in fp32, before the norm and the update (fp16 loss scaling); 1 = none.
   // Under mixed precision each update writes the fp32 masters and then refreshes the 16-bit weight copies.
-  // all_reduce sums then divides by comm->size() (gradients averaged over ranks). A null optimizer skips
+  // all_reduce averages over comm->size() ranks: sums, then divides (a 16-bit bucket summed in its type is
+  // divided first, before its sum: docs/executor.md). A null optimizer skips
   // the updates (communication and norm only); f64 compute refuses a non-null one. A non-finite global
   // norm skips the update (last_step_skipped()).
   void run_step_tail(Communicator* comm, Optimizer* optimizer, double lr, double loss_scale = 1.0);

@@ -341,8 +341,14 @@ class Trainer {
     const models::MemoryPlan plan = models::plan_memory(stored);
     // So would fp32 staging of 16-bit gradient buckets under data parallelism, with a communicator that cannot
     // sum them in their type (all_reduce_staging_bytes: 0 for MPI, NCCL and one rank, which all can).
-    const double scratch = (stores_16bit ? static_cast<double>(boundary_scratch_bytes(stored)) : 0.0) +
-                           (world_ > 1 ? all_reduce_staging_bytes(stored, c_.comm_overlap, comm_) : 0.0);
+    const double staging = world_ > 1 ? all_reduce_staging_bytes(stored, c_.comm_overlap, comm_) : 0.0;
+    const double scratch = (stores_16bit ? static_cast<double>(boundary_scratch_bytes(stored)) : 0.0) + staging;
+    // A communicator without 16-bit sums still trains (the same values as fp32 gradients), at twice the bytes
+    // on the wire: say so once rather than let it pass silently (docs/executor.md, "Mixed precision").
+    if (staging > 0 && progress_)
+      fmt::print(progress_, "this communicator cannot sum 16-bit gradients in their type: each bucket is all-reduced "
+                            "through fp32 staging ({:.1f} MiB), twice the bytes\n",
+                 staging / (1024.0 * 1024.0));
     const char* advice = "use a smaller --micro-batch (with --grad-accum for the same global batch) or a smaller model";
     const std::string what = fmt::format("ptsim train: {} at micro-batch {} × seq {}", graph_->model.name,
                                          c_.micro_batch, dataset_->seq_len());

@@ -19,6 +19,7 @@
 #include "runtime/exec/cuda/vector_ops.hpp"
 #include "runtime/exec/math/storage_dtype.hpp"  // defines: storage_of
 #include "runtime/exec/precision.hpp"
+#include "runtime/exec/span_elements.hpp"
 
 namespace ptsim::runtime {
 
@@ -64,6 +65,8 @@ CudaDevice::CudaDevice(int device) : device_(device) {
   // wait for the legacy stream, and a device memset may still be running when the call returns, so a
   // kernel's first report could otherwise be zeroed after it was written.
   PTSIM_CUDA_CHECK(cudaMemsetAsync(error_, 0, sizeof(DeviceError), compute));
+  // Once, here: the record is zero before anything reads it, whichever stream or copy reads it first.
+  PTSIM_CUDA_CHECK(cudaStreamSynchronize(compute));
   PTSIM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&norm_result_), sizeof(double)));
 }
 
@@ -190,7 +193,11 @@ double CudaDevice::elapsed_seconds(Event start, Event stop) {
 
 void CudaDevice::synchronize(Stream stream) {
   PTSIM_CUDA_CHECK(cudaStreamSynchronize(stream_of(stream)));
-  raise_device_errors();
+  // Only compute-stream kernels write the error record, so it is read when that stream is the one waited for.
+  // After another stream's wait (a communicator's, on the comm stream) reading it would first need the compute
+  // stream synchronized too: a host stall on every comm-stream wait, while the compute stream should keep
+  // running. A report is not lost: the next compute-stream synchronize or copy_to_host raises it.
+  if (stream_of(stream) == compute_stream()) raise_device_errors();
 }
 
 void CudaDevice::round_to_dtype(const DeviceSpan& span, models::DType dtype) {
@@ -210,8 +217,9 @@ void CudaDevice::scale(const DeviceSpan& span, double factor) {
 void CudaDevice::scale_16bit(const DeviceSpan& span, models::DType dtype, double factor) {
   if (dtype != models::DType::f16 && dtype != models::DType::bf16)
     throw std::invalid_argument("cuda backend: scale_16bit: the span holds f16 or bf16 elements");
-  if (span.bytes == 0) return;
-  launch_scale_16bit(reinterpret_cast<uint16_t*>(checked(span)), span.bytes / 2, static_cast<float>(factor),
+  const size_t n = whole_element_count(span, dtype, "cuda backend: scale_16bit");
+  if (n == 0) return;
+  launch_scale_16bit(reinterpret_cast<uint16_t*>(checked(span)), n, static_cast<float>(factor),
                      dtype == models::DType::bf16, compute_stream());
   check_launch("scale_16bit");
 }
@@ -340,7 +348,10 @@ void* CudaDevice::scratch(size_t bytes) {
 
 void CudaDevice::raise_device_errors() {
   DeviceError e;
-  PTSIM_CUDA_CHECK(cudaMemcpy(&e, error_, sizeof(DeviceError), cudaMemcpyDeviceToHost));
+  // In the compute stream's order (its kernels write the record; the callers have just synchronized it, so
+  // this waits for the copy alone), not the legacy stream's: cudaMemcpy does not wait for a non-blocking stream.
+  PTSIM_CUDA_CHECK(cudaMemcpyAsync(&e, error_, sizeof(DeviceError), cudaMemcpyDeviceToHost, compute_stream()));
+  PTSIM_CUDA_CHECK(cudaStreamSynchronize(compute_stream()));
   if (e.kind == 0) return;
   // Cleared in the compute stream's order (as in the constructor): before every kernel queued after this call.
   PTSIM_CUDA_CHECK(cudaMemsetAsync(error_, 0, sizeof(DeviceError), compute_stream()));

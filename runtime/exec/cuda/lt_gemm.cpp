@@ -20,6 +20,10 @@ struct LtGemmEntry {
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cublasLtMatmulHeuristicResult_t heuristic{};
   bool has_algorithm = false;
+  // cublasLtMatmul answered NOT_SUPPORTED for the algorithm with these scalars, per [alpha ≠ 1][beta ≠ 0]:
+  // such a refusal may depend on the scalars (cublasLt.h: "the configured operation"), so it switches the
+  // fused path off only for calls of the same kind on this entry.
+  bool refused[2][2] = {};
   ~LtGemmEntry() {
     if (a != nullptr) (void)cublasLtMatrixLayoutDestroy(a);
     if (b != nullptr) (void)cublasLtMatrixLayoutDestroy(b);
@@ -126,15 +130,16 @@ LtGemmEntry& LtGemm::entry_for(const LtGemmPlan& plan, bool tf32, int alignment)
 bool LtGemm::run(const LtGemmPlan& plan, float alpha, float beta, bool tf32, const LtGemmOperands& ops,
                  cudaStream_t stream) {
   LtGemmEntry& e = entry_for(plan, tf32, common_alignment(plan, ops));
-  if (!e.has_algorithm) return false;
+  bool& refused = e.refused[alpha != 1.0f ? 1 : 0][beta != 0.0f ? 1 : 0];
+  if (!e.has_algorithm || refused) return false;
   if (plan.epilogue != LtEpilogue::none) set_desc(e.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, ops.vector);
   const cublasStatus_t status = cublasLtMatmul(handle_, e.desc, &alpha, ops.a, e.a, ops.b, e.b, &beta, ops.d, e.d,
                                                ops.d, e.d, &e.heuristic.algo, workspace_, kWorkspaceBytes, stream);
   // The heuristic's algorithm is no promise that the matmul takes these arguments (cublasLt.h:
   // NOT_SUPPORTED "if the configured operation cannot be run using the selected algo"): then nothing was
-  // enqueued, the unfused path runs, and this shape is not asked again.
+  // enqueued, the unfused path runs, and this entry is not asked again with scalars of the same kind.
   if (status == CUBLAS_STATUS_NOT_SUPPORTED) {
-    e.has_algorithm = false;
+    refused = true;
     return false;
   }
   check_cublas(status, "cublasLtMatmul");

@@ -49,7 +49,8 @@ class LtGemm {
   // when cuBLASLt's heuristic offers no algorithm for this shape, types and epilogue, when cublasLtMatmul
   // refuses that algorithm for these arguments (CUBLAS_STATUS_NOT_SUPPORTED), or cublasLt.h does not
   // document the plan's vector type (lt_vector_type_documented): the caller runs its unfused path.
-  // The answer is cached, so the heuristic is asked once per shape. tf32 applies to fp32 operands only.
+  // The answers are cached: the heuristic's once per (plan, tf32, alignment); a refusal per those and whether
+  // alpha ≠ 1 and beta ≠ 0. tf32 applies to fp32 operands only.
   bool run(const LtGemmPlan& plan, float alpha, float beta, bool tf32, const LtGemmOperands& ops,
            cudaStream_t stream);
 

@@ -34,6 +34,7 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -431,6 +432,15 @@ int check_scale_16bit(Backend& backend) {
                  differing == 0 ? "ok" : "FAIL", models::to_string(dtype), factor, differing);
       failed += differing == 0 ? 0 : 1;
     }
+  // An odd byte count is no whole number of 16-bit elements: refused (std::invalid_argument, as on the CPU).
+  const DeviceCopy odd(backend, std::vector<char>(3));
+  try {
+    backend.scale_16bit(odd.span(), models::DType::bf16, 0.5);
+    fmt::print("FAIL scale_16bit took a 3-byte span\n");
+    ++failed;
+  } catch (const std::invalid_argument&) {
+    fmt::print("ok scale_16bit refuses a 3-byte span\n");
+  }
   return failed;
 }
 

@@ -319,6 +319,8 @@ TEST_CASE("scale_16bit is narrow(widen(x)·fp32(factor)) per element, on the CPU
         b->copy_to_host(got.data(), DeviceSpan::of(b16));
         CHECK(got == expected);
         CHECK_THROWS_AS(b->scale_16bit(DeviceSpan::of(b16), DType::f32, factor), std::invalid_argument);
+        // An odd byte count is no whole number of 16-bit elements: refused, not scaled as (bytes − 1)/2.
+        CHECK_THROWS_AS(b->scale_16bit(DeviceSpan::of(b16).sub(0, 2 * n - 1), dtype, factor), std::invalid_argument);
         b->free(b16);
       }
     }

@@ -3,7 +3,7 @@
 // gradient tensors' bytes, 2 per element under bf16/fp16), for fp32, bf16 and fp16 gradients, with the sums
 // started from backward (overlap_comm) and in the step tail: one span per bucket, in place in the gradient
 // buffer, in the gradients' own dtype. A counting 2-rank communicator records each span; its sums change
-// nothing (the values do not matter here). The one exception, a communicator that cannot sum 16-bit types
+// nothing (the values do not matter here; they are test_all_reduce_average.cpp's). The one exception, a communicator that cannot sum 16-bit types
 // (Communicator::sums_natively false: none that ptsim train uses), gets the fp32 staging: twice the bytes.
 // docs/executor.md, "Mixed precision" (data parallel).
 #include <doctest/doctest.h>

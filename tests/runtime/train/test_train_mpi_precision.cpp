@@ -12,13 +12,16 @@
 //    same bits (2 ranks: a + b in either path);
 //  * an overflow on one rank only is skipped by both (the all-reduced gradients are non-finite on both),
 //    weights and optimizer state unchanged, the scale halved;
-//  * a 2-rank bf16 run resumed half-way equals the straight run byte for byte.
+//  * a 2-rank bf16 run resumed half-way equals the straight run byte for byte;
+//  * bf16 and fp16 through fp32 staging (a communicator refusing 16-bit sums) give the 16-bit sum's bits,
+//    and the trainer reports that fallback in one progress line.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <set>
@@ -67,10 +70,15 @@ class ProbeCommunicator final : public rt::Communicator {
   Fault inf_before_sum;   // +inf written into the first element of that step's first bucket on that rank
   Fault change_after_sum; // 1 added to the first element of that step's first summed bucket on that rank
 
+  // True: this communicator says it cannot sum 16-bit types, so the executor stages 16-bit buckets in fp32.
+  bool refuse_16bit = false;
+
   explicit ProbeCommunicator(rt::Communicator& inner) : inner_(inner) {}
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
-  bool sums_natively(ptsim::models::DType t) const override { return inner_.sums_natively(t); }
+  bool sums_natively(ptsim::models::DType t) const override {
+    return !(refuse_16bit && rt::is_16bit_float(t)) && inner_.sums_natively(t);
+  }
   void all_reduce_sum(std::span<float> data) override { inner_.all_reduce_sum(data); }
   void all_reduce_sum(std::span<double> data) override {
     inner_.all_reduce_sum(data);
@@ -101,6 +109,8 @@ class ProbeCommunicator final : public rt::Communicator {
   // out of it (the sum over ranks).
   const std::set<int64_t>& nonfinite_before() const { return nonfinite_before_; }
   const std::set<int64_t>& nonfinite_after() const { return nonfinite_after_; }
+  // fp16 elements handed to the sum (this rank's, after the executor's divide) that were fp16 subnormals.
+  int64_t subnormal_handed() const { return subnormal_handed_; }
 
  private:
   struct Started {
@@ -142,6 +152,8 @@ class ProbeCommunicator final : public rt::Communicator {
       injected_ = true;
     }
     if (!all_finite(v)) nonfinite_before_.insert(step_);
+    if (t == ptsim::models::DType::f16)
+      for (float x : v) subnormal_handed_ += x != 0.0f && std::fabs(x) < 0x1p-14f;  // fp16's smallest normal
   }
   void after_sum(rt::Backend& b, const rt::DeviceSpan& s, ptsim::models::DType t) {
     std::vector<float> v = read(b, s, t);
@@ -162,6 +174,7 @@ class ProbeCommunicator final : public rt::Communicator {
   bool injected_ = false, changed_ = false;
   std::map<int32_t, Started> started_;
   std::set<int64_t> nonfinite_before_, nonfinite_after_;
+  int64_t subnormal_handed_ = 0;
 };
 
 // MPI, and the tiny BERT's data prepared once by rank 0 (paths shared with rank 1).
@@ -212,6 +225,19 @@ rt::TrainSummary train(const rt::TrainConfig& c, ProbeCommunicator& probe) {
   rt::TrainSummary s = rt::run_training(c, probe, nullptr);
   world().comm.barrier();
   return s;
+}
+// train(c, probe) with the trainer's progress lines written to a temporary file: they are returned.
+std::string train_with_progress(const rt::TrainConfig& c, ProbeCommunicator& probe, rt::TrainSummary& summary) {
+  std::FILE* progress = std::tmpfile();
+  REQUIRE(progress != nullptr);
+  world().comm.barrier();
+  summary = rt::run_training(c, probe, progress);
+  world().comm.barrier();
+  std::string text(static_cast<size_t>(std::ftell(progress)), '\0');
+  std::rewind(progress);
+  text.resize(std::fread(text.data(), 1, text.size(), progress));
+  std::fclose(progress);
+  return text;
 }
 rt::TrainSummary train(const rt::TrainConfig& c) {
   ProbeCommunicator probe(world().comm);
@@ -399,6 +425,36 @@ TEST_CASE("mpi fp16, 2 ranks, dynamic scale 2^16 (no overflow): recorded bits; t
     CHECK(scaler.at("scale") == 65536.0);
     CHECK(scaler.at("skipped_steps") == 0);
     CHECK(scaler.at("growth_tracker") == 3);
+  }
+}
+
+// The 2-rank claim of docs/executor.md ("Mixed precision"): dividing each 16-bit bucket by 2 and summing it
+// in its type gives the fp32 staging's bits, except where a half is subnormal in the type. bf16's start at
+// 2^-126 (none here): the same bits. fp16's at 2^-14: this run hands the sum such halves (tiny gradients even
+// × the loss scale 2^16), so its bits may differ, and differ only if it did. And the trainer says, once and
+// on rank 0 only, when a communicator falls back to the staging.
+TEST_CASE("mpi bf16 and fp16, 2 ranks: the same bits as through fp32 staging; the staging fallback is reported") {
+  const std::string reported = "cannot sum 16-bit gradients in their type";
+  for (ptsim::models::Precision p : {ptsim::models::Precision::bf16, ptsim::models::Precision::fp16}) {
+    const std::string name = ptsim::models::to_string(p);
+    CAPTURE(name);
+    const rt::TrainConfig native_config = config(p, name + "_native");
+    const rt::TrainConfig staged_config = config(p, name + "_staged");
+    ProbeCommunicator native(world().comm), staged(world().comm);
+    staged.refuse_16bit = true;
+    rt::TrainSummary native_summary, staged_summary;
+    const std::string native_progress = train_with_progress(native_config, native, native_summary);
+    const std::string staged_progress = train_with_progress(staged_config, staged, staged_summary);
+    const RunBits native_bits = bits_of(native_config, native_summary);
+    const RunBits staged_bits = bits_of(staged_config, staged_summary);
+    MESSAGE(name << ": divided first " << describe(native_bits) << "; staged " << describe(staged_bits)
+                 << "; fp16 subnormals handed to the sum on this rank: " << native.subnormal_handed());
+    if (p == ptsim::models::Precision::bf16) CHECK(native_bits == staged_bits);
+    else CHECK((native_bits == staged_bits || native.subnormal_handed() > 0));
+    CHECK(native_progress.find(reported) == std::string::npos);
+    const size_t at = staged_progress.find(reported);
+    CHECK((at != std::string::npos) == rank0());  // run_training prints progress on rank 0 only
+    if (at != std::string::npos) CHECK(staged_progress.find(reported, at + 1) == std::string::npos);  // once
   }
 }
 
