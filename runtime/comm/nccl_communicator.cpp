@@ -118,7 +118,7 @@ using Clock = std::chrono::steady_clock;
 // A bucket all-reduce enqueued on a backend stream and not yet seen finished.
 struct InFlight {
   cudaEvent_t done = nullptr;  // recorded after it on its stream; null once waited for
-  std::string what;            // "ncclAllReduce of 4096 bytes of bf16 (request 2)", for messages
+  std::string what;            // "ncclAllReduce #3 (4096 bytes of bf16)", for messages
   Clock::time_point enqueued;  // its deadline: enqueued + the timeout
 };
 
@@ -133,6 +133,7 @@ struct NcclCommunicator::State {
   size_t scratch_bytes = 0;
   std::vector<InFlight> requests;   // [request id]; done null once waited for
   std::vector<InFlight> unchecked;  // blocking-form all-reduces not yet seen finished
+  int64_t all_reduces = 0;          // enqueued so far (bucket and host ones): #N in messages, from 1
   // The backend's host waits on its streams ask this between polls (CudaStreamSource::set_host_wait_guard):
   // installed in every backend the communicator enqueues on, held weakly there.
   struct Guard final : HostWaitGuard {
@@ -166,8 +167,8 @@ struct NcclCommunicator::State {
     }
     unchecked.clear();
   }
-  // The guard's check (see NcclHostWaitGuard): an asynchronous error, or an in-flight all-reduce past its
-  // deadline, aborts and throws CommFailure naming it and what the host was waiting for.
+  // Guard's check: an asynchronous error, or an in-flight all-reduce past its deadline (enqueued + timeout),
+  // aborts and throws CommFailure naming it and what the host was waiting for.
   void check_in_flight(std::string_view waiting_for) {
     if (aborted) return;  // the abort released the kernels waiting on peers: the stream finishes
     NcclProbe probe(comm, nullptr, &aborted);
@@ -182,16 +183,20 @@ struct NcclCommunicator::State {
       for (const InFlight& c : *list)
         if (c.done != nullptr && now - c.enqueued >= timeout && cudaEventQuery(c.done) == cudaErrorNotReady) {
           probe.abort();
-          throw CommFailure(comm_timeout_message(fmt::format("{}, which {} waits behind,", c.what, waiting_for), timeout));
+          const std::string what = fmt::format("{}, which {} waits behind,", c.what, waiting_for);
+          throw CommFailure(comm_timeout_message(what, timeout));
         }
   }
   InFlight enqueued_now(cudaStream_t stream, std::string what) {
     return InFlight{record_after(stream), std::move(what), Clock::now()};
   }
-  void enqueue_all_reduce(void* data, size_t count, ncclDataType_t type, cudaStream_t stream) {
+  // Returns the all-reduce's number (#N, from 1, as the NCCL shim's fault injection counts them).
+  int64_t enqueue_all_reduce(void* data, size_t count, ncclDataType_t type, cudaStream_t stream) {
     refuse_if_aborted("ncclAllReduce");  // before the call: an aborted communicator is freed memory
     check_nccl(ncclAllReduce(data, data, count, type, ncclSum, comm, stream), "ncclAllReduce", comm);
+    ++all_reduces;
     await("ncclAllReduce (enqueue)", nullptr);  // a non-blocking call must finish enqueueing before the next
+    return all_reduces;
   }
   // Host memory through the scratch buffer on host_stream; returns when the sum is back (bounded).
   template <class T>
@@ -299,11 +304,11 @@ CommRequest NcclCommunicator::start_all_reduce_sum(Backend& backend, const Devic
                                             data.bytes, models::to_string(dtype)));
   auto cuda = static_cast<cudaStream_t>(streams->cuda_stream(stream));
   streams->set_host_wait_guard(state_->guard);  // the backend's host waits now see this deadline too
-  const auto id = static_cast<int32_t>(state_->requests.size());
-  state_->enqueue_all_reduce(backend.kernel_address(data), data.bytes / element, nccl_type(dtype), cuda);
+  const int64_t nth =
+      state_->enqueue_all_reduce(backend.kernel_address(data), data.bytes / element, nccl_type(dtype), cuda);
   state_->requests.push_back(state_->enqueued_now(
-      cuda, fmt::format("ncclAllReduce of {} bytes of {} (request {})", data.bytes, models::to_string(dtype), id)));
-  return CommRequest{id};
+      cuda, fmt::format("ncclAllReduce #{} ({} bytes of {})", nth, data.bytes, models::to_string(dtype))));
+  return CommRequest{static_cast<int32_t>(state_->requests.size() - 1)};
 }
 
 bool NcclCommunicator::sums_natively(models::DType dtype) const {

@@ -176,7 +176,7 @@ TEST_CASE("NcclCommunicator (emulated): a host copy behind a hung all-reduce end
   const double took = seconds_since(start);
   CHECK(took >= 0.2);
   CHECK(took < 5.0);
-  CHECK(what.find("ncclAllReduce of 64 bytes of f32 (request 0), which the compute stream (copy to host) waits "
+  CHECK(what.find("ncclAllReduce #1 (64 bytes of f32), which the compute stream (copy to host) waits "
                   "behind, did not finish within 0.200 s") != std::string::npos);
   // The abort ended the hung all-reduce: the streams complete, the backend's waits return again.
   CHECK_NOTHROW(backend->synchronize(runtime::Stream{}));

@@ -193,7 +193,7 @@ void CudaDevice::wait(Stream stream, Event event) {
 
 double CudaDevice::elapsed_seconds(Event start, Event stop) {
   cudaEvent_t b = events_.at(static_cast<size_t>(start.id)), e = events_.at(static_cast<size_t>(stop.id));
-  await_event(e, "an op's timing event");
+  await_event(e, "the stream of an op's timing event");
   float ms = 0.0f;
   PTSIM_CUDA_CHECK(cudaEventElapsedTime(&ms, b, e));
   return static_cast<double>(ms) / 1e3;
