@@ -265,10 +265,11 @@ TEST_CASE("nccl shim: PTSIM_EMU_NCCL_FAULT, parsed and injected") {
     cuda_emu::nccl::FaultScope fault("hang:0:1");
     comm = one_rank(false);
   }
-  cudaStream_t comm_stream = nullptr, compute = nullptr;
+  cudaStream_t comm_stream = nullptr, compute = nullptr, other = nullptr;
   cudaEvent_t reduced = nullptr, later = nullptr;
   REQUIRE(cudaStreamCreate(&comm_stream) == cudaSuccess);
   REQUIRE(cudaStreamCreate(&compute) == cudaSuccess);
+  REQUIRE(cudaStreamCreate(&other) == cudaSuccess);
   REQUIRE(cudaEventCreate(&reduced) == cudaSuccess);
   REQUIRE(cudaEventCreate(&later) == cudaSuccess);
   // A non-blocking call's first poll says ncclInProgress (the shim's protocol), the next its end.
@@ -285,16 +286,19 @@ TEST_CASE("nccl shim: PTSIM_EMU_NCCL_FAULT, parsed and injected") {
     REQUIRE(cudaStreamQuery(comm_stream) == cudaErrorNotReady);
     REQUIRE(cudaStreamQuery(compute) == cudaErrorNotReady);
   }
-  CHECK(ncclAllReduce(x.p, x.p, 4, ncclFloat32, ncclSum, comm, nullptr) == ncclInProgress);  // hangs behind it
+  CHECK(cudaStreamQuery(other) == cudaSuccess);
+  CHECK(ncclAllReduce(x.p, x.p, 4, ncclFloat32, ncclSum, comm, other) == ncclInProgress);  // hangs behind it
   CHECK(enqueued() == ncclSuccess);
+  CHECK(cudaStreamQuery(other) == cudaErrorNotReady);
   CHECK(ncclCommAbort(comm) == ncclSuccess);  // ends the hung kernels: every stream and event completes
   CHECK(cudaEventQuery(reduced) == cudaSuccess);
   CHECK(cudaStreamQuery(compute) == cudaSuccess);
   CHECK(cudaStreamSynchronize(comm_stream) == cudaSuccess);
+  CHECK(cudaStreamSynchronize(other) == cudaSuccess);
   CHECK(cudaEventRecord(later, compute) == cudaSuccess);
   CHECK(cudaEventQuery(later) == cudaSuccess);
   for (cudaEvent_t e : {reduced, later}) cudaEventDestroy(e);
-  for (cudaStream_t st : {comm_stream, compute}) cudaStreamDestroy(st);
+  for (cudaStream_t st : {comm_stream, compute, other}) cudaStreamDestroy(st);
   // RANK all: every rank's Nth all-reduce.
   CHECK(cuda_emu::nccl::parse_fault("hang:all:2", fault, why));
   REQUIRE(fault.has_value());
