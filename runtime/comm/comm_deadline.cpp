@@ -46,10 +46,22 @@ void await_collective(CommProbe& probe, std::string_view what, std::chrono::mill
     }
     if (clock.now() >= deadline) {
       probe.abort();
-      throw CommFailure(fmt::format("{} did not finish within {:.3f} s (a rank died or hangs, or the network is "
-                                    "down); communicator aborted. PTSIM_COMM_TIMEOUT_S sets the limit",
-                                    what, static_cast<double>(timeout.count()) / 1000.0));
+      throw CommFailure(comm_timeout_message(what, timeout));
     }
+    clock.sleep(poll_interval);
+  }
+}
+
+std::string comm_timeout_message(std::string_view what, std::chrono::milliseconds timeout) {
+  return fmt::format("{} did not finish within {:.3f} s (a rank died or hangs, or the network is down); "
+                     "communicator aborted. PTSIM_COMM_TIMEOUT_S sets the limit",
+                     what, static_cast<double>(timeout.count()) / 1000.0);
+}
+
+void await_device(const std::function<bool()>& ready, HostWaitGuard& guard, std::string_view what,
+                  const PollClock& clock, std::chrono::microseconds poll_interval) {
+  while (!ready()) {
+    guard.check(what);
     clock.sleep(poll_interval);
   }
 }

@@ -1,6 +1,7 @@
 // runtime/comm/nccl_communicator.cpp — NcclCommunicator (see the header): setup (device, unique id,
 // non-blocking ncclCommInitRankConfig), all-reduces enqueued on backend streams, bounded waits through
-// comm_deadline's await_collective with an NCCL probe (cudaEventQuery + ncclCommGetAsyncError).
+// comm_deadline's await_collective with an NCCL probe (cudaEventQuery + ncclCommGetAsyncError), and the
+// host wait guard it installs in the CUDA backend (the same deadline for the backend's own host waits).
 // Built only when meson found NCCL and cudart (runtime/meson.build), which also defines PTSIM_HAVE_NCCL.
 #include "runtime/comm/nccl_communicator.hpp"
 
@@ -11,7 +12,10 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <chrono>
+#include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #ifdef PTSIM_HAVE_MPI
@@ -110,6 +114,15 @@ struct NcclProbe final : CommProbe {
   }
 };
 
+using Clock = std::chrono::steady_clock;
+
+// A bucket all-reduce enqueued on a backend stream and not yet seen finished.
+struct InFlight {
+  cudaEvent_t done = nullptr;  // recorded after it on its stream; null once waited for
+  std::string what;            // "ncclAllReduce #3 (4096 bytes of bf16)", for messages
+  Clock::time_point enqueued;  // its deadline: enqueued + the timeout
+};
+
 }  // namespace
 
 struct NcclCommunicator::State {
@@ -119,8 +132,17 @@ struct NcclCommunicator::State {
   cudaStream_t host_stream = nullptr;  // the host all-reduces' stream
   void* scratch = nullptr;             // their device buffer
   size_t scratch_bytes = 0;
-  std::vector<cudaEvent_t> requests;   // [request id]: recorded after the all-reduce; null once waited for
-  std::vector<cudaEvent_t> unchecked;  // blocking-form all-reduces not yet seen finished
+  std::vector<InFlight> requests;   // [request id]; done null once waited for
+  std::vector<InFlight> unchecked;  // blocking-form all-reduces not yet seen finished
+  int64_t all_reduces = 0;          // enqueued so far (bucket and host ones): #N in messages, from 1
+  // The backend's host waits on its streams ask this between polls (CudaStreamSource::set_host_wait_guard):
+  // installed in every backend the communicator enqueues on, held weakly there.
+  struct Guard final : HostWaitGuard {
+    State& state;
+    explicit Guard(State& s) : state(s) {}
+    void check(std::string_view waiting_for) override { state.check_in_flight(waiting_for); }
+  };
+  std::shared_ptr<HostWaitGuard> guard;
 
   // ncclCommAbort freed the communicator: no NCCL call may be given it again.
   void refuse_if_aborted(std::string_view what) const {
@@ -139,17 +161,43 @@ struct NcclCommunicator::State {
     return event;
   }
   void check_unchecked() {
-    for (cudaEvent_t& e : unchecked) {
-      await("ncclAllReduce (enqueued earlier)", e);
-      cudaEventDestroy(e);
-      e = nullptr;
+    for (InFlight& c : unchecked) {
+      await(c.what + " (enqueued earlier)", c.done);
+      cudaEventDestroy(c.done);
+      c.done = nullptr;
     }
     unchecked.clear();
   }
-  void enqueue_all_reduce(void* data, size_t count, ncclDataType_t type, cudaStream_t stream) {
+  // Guard's check: an asynchronous error, or an in-flight all-reduce past its deadline (enqueued + timeout),
+  // aborts and throws CommFailure naming it and what the host was waiting for.
+  void check_in_flight(std::string_view waiting_for) {
+    if (aborted) return;  // the abort released the kernels waiting on peers: the stream finishes
+    NcclProbe probe(comm, nullptr, &aborted);
+    std::string why;
+    if (probe.poll(why) == CommPoll::failed) {
+      probe.abort();
+      throw CommFailure(fmt::format("NCCL failed while the host waited for {}: {} (communicator aborted)",
+                                    waiting_for, why));
+    }
+    const Clock::time_point now = Clock::now();
+    for (const std::vector<InFlight>* list : {&requests, &unchecked})
+      for (const InFlight& c : *list)
+        if (c.done != nullptr && now - c.enqueued >= timeout && cudaEventQuery(c.done) == cudaErrorNotReady) {
+          probe.abort();
+          const std::string what = fmt::format("{}, which {} waits behind,", c.what, waiting_for);
+          throw CommFailure(comm_timeout_message(what, timeout));
+        }
+  }
+  InFlight enqueued_now(cudaStream_t stream, std::string what) {
+    return InFlight{record_after(stream), std::move(what), Clock::now()};
+  }
+  // Returns the all-reduce's number (#N, from 1, as the NCCL shim's fault injection counts them).
+  int64_t enqueue_all_reduce(void* data, size_t count, ncclDataType_t type, cudaStream_t stream) {
     refuse_if_aborted("ncclAllReduce");  // before the call: an aborted communicator is freed memory
     check_nccl(ncclAllReduce(data, data, count, type, ncclSum, comm, stream), "ncclAllReduce", comm);
+    ++all_reduces;
     await("ncclAllReduce (enqueue)", nullptr);  // a non-blocking call must finish enqueueing before the next
+    return all_reduces;
   }
   // Host memory through the scratch buffer on host_stream; returns when the sum is back (bounded).
   template <class T>
@@ -190,6 +238,7 @@ struct NcclCommunicator::State {
 
 NcclCommunicator::NcclCommunicator(const NcclSetup& setup) : state_(std::make_unique<State>()) {
   state_->timeout = setup.timeout;
+  state_->guard = std::make_shared<State::Guard>(*state_);
   int local_rank = 0, local_ranks = 1;
   ncclUniqueId id{};
   if (setup.use_mpi) {
@@ -221,10 +270,10 @@ NcclCommunicator::NcclCommunicator(const NcclSetup& setup) : state_(std::make_un
 
 NcclCommunicator::~NcclCommunicator() {
   State& s = *state_;
-  for (cudaEvent_t e : s.requests)
-    if (e != nullptr) cudaEventDestroy(e);
-  for (cudaEvent_t e : s.unchecked)
-    if (e != nullptr) cudaEventDestroy(e);
+  s.guard.reset();  // the backends' host waits block plainly again
+  for (const std::vector<InFlight>* list : {&s.requests, &s.unchecked})
+    for (const InFlight& c : *list)
+      if (c.done != nullptr) cudaEventDestroy(c.done);
   if (s.scratch != nullptr) cudaFree(s.scratch);
   if (s.host_stream != nullptr) cudaStreamDestroy(s.host_stream);
   if (s.comm == nullptr || s.aborted) return;
@@ -252,8 +301,10 @@ CommRequest NcclCommunicator::start_all_reduce_sum(Backend& backend, const Devic
                                             backend.name()));
   const size_t count = whole_element_count(data, dtype, "NcclCommunicator");
   auto cuda = static_cast<cudaStream_t>(streams->cuda_stream(stream));
-  state_->enqueue_all_reduce(backend.kernel_address(data), count, nccl_type(dtype), cuda);
-  state_->requests.push_back(state_->record_after(cuda));
+  streams->set_host_wait_guard(state_->guard);  // the backend's host waits now see this deadline too
+  const int64_t nth = state_->enqueue_all_reduce(backend.kernel_address(data), count, nccl_type(dtype), cuda);
+  state_->requests.push_back(state_->enqueued_now(
+      cuda, fmt::format("ncclAllReduce #{} ({} bytes of {})", nth, data.bytes, models::to_string(dtype))));
   return CommRequest{static_cast<int32_t>(state_->requests.size() - 1)};
 }
 
@@ -263,29 +314,30 @@ void NcclCommunicator::all_reduce_sum(Backend& backend, const DeviceSpan& data, 
   const CommRequest r = start_all_reduce_sum(backend, data, dtype, stream);
   // Not waited for here: queued work on `stream` after this sees the sum; the next host-side check bounds it.
   auto& requests = state_->requests;
-  state_->unchecked.push_back(requests[static_cast<size_t>(r.id)]);
-  requests[static_cast<size_t>(r.id)] = nullptr;
-  // The entry was the last one pushed; drop it (and any nulls before it) so the table does not grow by one
-  // per bucket per step when nothing ever waits (--no-comm-overlap).
-  while (!requests.empty() && requests.back() == nullptr) requests.pop_back();
+  state_->unchecked.push_back(std::move(requests[static_cast<size_t>(r.id)]));
+  requests[static_cast<size_t>(r.id)].done = nullptr;
+  // The entry was the last one pushed; drop it (and any waited ones before it) so the table does not grow by
+  // one per bucket per step when nothing ever waits (--no-comm-overlap).
+  while (!requests.empty() && requests.back().done == nullptr) requests.pop_back();
 }
 
 void NcclCommunicator::wait(CommRequest request) {
   auto& requests = state_->requests;
   const auto id = static_cast<size_t>(request.id);
-  if (!request.valid() || id >= requests.size() || requests[id] == nullptr)
+  if (!request.valid() || id >= requests.size() || requests[id].done == nullptr)
     throw std::logic_error(fmt::format("NcclCommunicator::wait: request {} was not started or was waited for already",
                                        request.id));
-  cudaEvent_t event = requests[id];
-  requests[id] = nullptr;
+  cudaEvent_t event = requests[id].done;
+  requests[id].done = nullptr;
   try {
-    state_->await("ncclAllReduce", event);
+    state_->await(requests[id].what, event);
   } catch (...) {
     cudaEventDestroy(event);  // no longer in `requests`: the destructor would not see it
     throw;
   }
   cudaEventDestroy(event);
-  if (std::all_of(requests.begin(), requests.end(), [](cudaEvent_t e) { return e == nullptr; })) requests.clear();
+  if (std::all_of(requests.begin(), requests.end(), [](const InFlight& c) { return c.done == nullptr; }))
+    requests.clear();
 }
 
 void NcclCommunicator::all_reduce_sum(std::span<float> data) { state_->host_all_reduce(data, ncclFloat32); }

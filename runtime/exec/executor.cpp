@@ -179,6 +179,9 @@ struct Executor::Impl {
   // body_ops[k] has run in the last micro-step; per op id, the collective started for it and not yet waited.
   std::vector<std::vector<int>> buckets_after;
   std::vector<CommRequest> in_flight;
+  // [op id]: recorded on the communication stream right after that bucket's in-place all-reduce was started
+  // (created at its first start): the compute stream waits for this bucket's sum alone, not the later ones.
+  std::vector<Event> bucket_summed;
   Communicator* in_flight_comm = nullptr;
   int in_flight_count = 0;
   double last_norm = std::numeric_limits<double>::quiet_NaN();
@@ -231,6 +234,7 @@ struct Executor::Impl {
   void place_bucket_starts() {
     buckets_after.assign(body_ops.size(), {});
     in_flight.assign(graph.ops.size(), CommRequest{});
+    bucket_summed.assign(graph.ops.size(), Event{});
     std::vector<int> position(graph.ops.size(), -1);
     for (size_t k = 0; k < body_ops.size(); ++k) position[static_cast<size_t>(body_ops[k])] = static_cast<int>(k);
     std::vector<int> last_writer(graph.tensors.size(), -1);
@@ -626,10 +630,20 @@ struct Executor::Impl {
     backend->wait(comm_stream, bucket_ready);
     in_flight[static_cast<size_t>(op.id)] =
         comm.start_all_reduce_sum(*backend, reduced, staged ? DType::f32 : bucket_dtype(op), comm_stream);
-    // This bucket's sum alone (not the later buckets queued behind it): what reusing its slot waits for.
-    if (staged) backend->record(staging_slots[static_cast<size_t>(slot_of[static_cast<size_t>(op.id)])].reduced, comm_stream);
+    // This bucket's sum alone (not the later buckets queued behind it): what averaging it, or reusing its
+    // staging slot, waits for.
+    backend->record(staged ? staging_slots[static_cast<size_t>(slot_of[static_cast<size_t>(op.id)])].reduced
+                           : summed_event(op),
+                    comm_stream);
     in_flight_comm = &comm;
     ++in_flight_count;
+  }
+
+  // Bucket `op`'s own completion event (bucket_summed), created the first time it is started.
+  Event summed_event(const Op& op) {
+    Event& event = bucket_summed[static_cast<size_t>(op.id)];
+    if (event.id < 0) event = backend->create_event();
+    return event;
   }
 
   // A 16-bit store of what the op wrote: the next reader sees exactly the values a GPU kernel that computes in
@@ -781,13 +795,13 @@ struct Executor::Impl {
     comm.wait(started);
     started = CommRequest{};
     --in_flight_count;
+    // The compute stream waits for this bucket's sum only (its own event, or its slot's), not for the buckets
+    // started after it: averaging bucket i, or evicting the oldest slot in backward, does not stall on the
+    // newer all-reduces.
     if (!staged_through_fp32(op, comm)) {
-      backend->record(bucket_reduced, comm_stream);
-      backend->wait(compute_stream, bucket_reduced);
+      backend->wait(compute_stream, bucket_summed[static_cast<size_t>(op.id)]);
       return average(op, comm);
     }
-    // The compute stream waits for this bucket's sum only (its slot's event), not for the buckets started
-    // after it, so evicting the oldest slot in backward does not stall on the newer all-reduces.
     const size_t slot = static_cast<size_t>(slot_of[static_cast<size_t>(op.id)]);
     backend->wait(compute_stream, staging_slots[slot].reduced);
     narrow_bucket({{op.inputs.front(), *contiguous(op.inputs)}}, slot, comm);

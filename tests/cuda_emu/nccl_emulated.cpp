@@ -6,6 +6,7 @@
 // A non-blocking call (config.blocking = 0) returns ncclInProgress and is carried forward by
 // ncclCommGetAsyncError, whose first poll after a call always reports ncclInProgress. Faults for tests:
 // PTSIM_EMU_NCCL_FAULT (nccl_emulated_fault.hpp). Single-threaded use only, like the rest of the emulator.
+#include <cuda_runtime_api.h>  // the emulator's: cuda_emu::stall_stream
 #include <nccl.h>
 
 #include <fmt/format.h>
@@ -46,7 +47,6 @@ constexpr unsigned kConfigMagic = 0xcafebeef;
 struct Operation {
   std::vector<std::function<ncclResult_t(ncclComm&)>> steps;
   size_t next = 0;
-  bool hangs = false;  // PTSIM_EMU_NCCL_FAULT=hang: never finishes
 #ifdef PTSIM_HAVE_MPI
   MPI_Request request = MPI_REQUEST_NULL;
 #endif
@@ -77,6 +77,8 @@ struct ncclComm {
   bool last_refused = false;       // the last call that failed was refused alike on every rank
   std::optional<Fault> fault;
   int64_t all_reduces = 0;
+  bool hung = false;  // a hung all-reduce (PTSIM_EMU_NCCL_FAULT=hang): every later one hangs behind it
+  std::vector<std::shared_ptr<cuda_emu::StreamStall>> stalls;  // theirs, released by ncclCommAbort
   std::vector<int> mpi_rank_of;    // [NCCL rank]: the MPI_COMM_WORLD rank that holds it (set by init)
 #ifdef PTSIM_HAVE_MPI
   MPI_Comm mpi = MPI_COMM_NULL;    // a duplicate of MPI_COMM_WORLD: the shim's traffic never meets the caller's
@@ -127,10 +129,9 @@ ncclResult_t check_usable(const ncclComm* comm, const char* call) {
   return ncclSuccess;
 }
 
-// Runs `comm`'s operation on as far as it goes; `wait`: blocks on MPI until it is done (a hang never is).
+// Runs `comm`'s operation on as far as it goes; `wait`: blocks on MPI until it is done.
 ncclResult_t advance(ncclComm& comm, bool wait) {
   Operation& op = *comm.op;
-  if (op.hangs) return ncclInProgress;
   for (;;) {
 #ifdef PTSIM_HAVE_MPI
     if (op.request != MPI_REQUEST_NULL) {
@@ -166,7 +167,6 @@ ncclResult_t start(ncclComm& comm, std::unique_ptr<Operation> op) {
     return ncclInProgress;
   }
   const ncclResult_t r = advance(comm, true);
-  if (r == ncclInProgress) return ncclSuccess;  // a hang: the call returns, its completion never comes
   if (r != ncclSuccess && !comm.last_refused) comm.failure = r;
   return r;
 }
@@ -407,14 +407,21 @@ std::unique_ptr<Operation> all_reduce_operation(const void* sendbuff, void* recv
   return op;
 }
 
+// A hung all-reduce, as on a GPU: the call and its enqueueing finish as a healthy one's, nothing is sent, and
+// `stream` never passes it (cuda_emu::stall_stream) until ncclCommAbort. NCCL's kernels on one communicator
+// run in order, so every later all-reduce of `comm` hangs behind it (hung).
+ncclResult_t hang(ncclComm& comm, cudaStream_t stream) {
+  comm.hung = true;
+  comm.stalls.push_back(cuda_emu::stall_stream(
+      stream, fmt::format("the hung ncclAllReduce #{} of NCCL rank {} (PTSIM_EMU_NCCL_FAULT={})", comm.all_reduces,
+                          comm.rank, comm.fault->text)));
+  return start(comm, std::make_unique<Operation>());
+}
+
 // The fault of PTSIM_EMU_NCCL_FAULT, in place of an all-reduce: the call returns as a healthy one does (an
 // asynchronous error is reported by ncclCommGetAsyncError, in either mode), and nothing is sent.
-ncclResult_t inject(ncclComm& comm) {
-  if (comm.fault->kind == Fault::Kind::hang) {
-    auto never = std::make_unique<Operation>();
-    never->hangs = true;
-    return start(comm, std::move(never));
-  }
+ncclResult_t inject(ncclComm& comm, cudaStream_t stream) {
+  if (comm.fault->kind == Fault::Kind::hang) return hang(comm, stream);
   fail(ncclRemoteError, "emulated fault (PTSIM_EMU_NCCL_FAULT={}): rank {}'s ncclAllReduce #{} failed as if a peer's "
        "connection closed", comm.fault->text, comm.rank, comm.all_reduces);
   comm.failure = ncclRemoteError;
@@ -498,12 +505,13 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* async_error) {
 }
 
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
-                           ncclComm_t comm, cudaStream_t) {
+                           ncclComm_t comm, cudaStream_t stream) {
   if (ncclResult_t r = check_usable(comm, "ncclAllReduce"); r != ncclSuccess) return r;
   const LocalRefusal refusal = refusal_from(check_call(sendbuff, recvbuff, count, datatype, op));
   if (refusal.result == ncclSuccess) {
     ++comm->all_reduces;
-    if (comm->fault && comm->fault->strikes(comm->rank, comm->all_reduces)) return inject(*comm);
+    if (comm->hung) return hang(*comm, stream);
+    if (comm->fault && comm->fault->strikes(comm->rank, comm->all_reduces)) return inject(*comm, stream);
   }
   return start(*comm, all_reduce_operation(sendbuff, recvbuff, count, datatype, op, refusal));
 }
@@ -537,6 +545,8 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   // An MPI request still pending cannot be cancelled and may still write the operation's buffers (a late peer
   // completes it): the operation is kept, never freed. So is comm->mpi, which that request uses.
   if (comm->op != nullptr) comm->abandoned.push_back(std::move(comm->op));
+  for (const auto& stall : comm->stalls) stall->released = true;  // as NCCL's abort ends its hung kernels
+  comm->stalls.clear();
   comm->fresh = false;
   comm->dead = "aborted";
   return ncclSuccess;

@@ -34,10 +34,12 @@ bool parse_fault(const char* value, std::optional<Fault>& fault, std::string& wh
   const std::string kind = first != nullptr ? std::string(value, first) : std::string(value);
   int64_t rank = 0, call = 0;
   const bool kind_ok = kind == "async-error" || kind == "hang";
-  if (!kind_ok || second == nullptr || !parse_int(first + 1, second, 0, 1 << 20, rank) ||
+  const bool every_rank = second != nullptr && std::string(first + 1, second) == "all";
+  if (every_rank) rank = Fault::kEveryRank;
+  if (!kind_ok || second == nullptr || (!every_rank && !parse_int(first + 1, second, 0, 1 << 20, rank)) ||
       !parse_int(second + 1, second + std::strlen(second), 1, INT64_MAX, call)) {
     why = fmt::format("PTSIM_EMU_NCCL_FAULT='{}': expected KIND:RANK:N with KIND async-error or hang, RANK an NCCL "
-                      "rank >= 0 and N >= 1 (rank RANK's Nth ncclAllReduce fails)", value);
+                      "rank >= 0 or all, and N >= 1 (rank RANK's Nth ncclAllReduce fails)", value);
     return false;
   }
   f.kind = kind == "hang" ? Fault::Kind::hang : Fault::Kind::async_error;

@@ -1,9 +1,13 @@
 // tests/cuda_emu/nccl_emulated_fault.hpp — fault injection for the NCCL shim's tests (docs/cuda-emulation.md,
 // "The NCCL shim"): PTSIM_EMU_NCCL_FAULT=KIND:RANK:N makes NCCL rank RANK's Nth ncclAllReduce (counted from 1,
-// per communicator) fail. KIND `async-error`: the call returns as usual and the communicator's asynchronous
-// error becomes ncclRemoteError (as when a peer's connection closes); `hang`: the all-reduce never finishes
-// (ncclCommGetAsyncError says ncclInProgress forever). Either way the rank sends nothing, so its peers' same
-// all-reduce never finishes either. Read by ncclCommInitRankConfig, which refuses a malformed value.
+// per communicator) fail; RANK `all`: every rank's Nth. KIND `async-error`: the call returns as usual and the
+// communicator's asynchronous error becomes ncclRemoteError (as when a peer's connection closes); `hang`: the
+// call and its enqueueing finish as a healthy one's (ncclCommGetAsyncError says ncclSuccess), but the
+// all-reduce never completes on its stream (cuda_emu::stall_stream: events after it stay not ready, host
+// syncs on it block) until ncclCommAbort, and every later all-reduce of the communicator hangs behind it, as
+// on a GPU whose NCCL kernel waits for a dead peer. Either way the rank sends nothing, so its peers' same
+// all-reduce never finishes either (`hang:all:N`: every rank hangs on the device, what every survivor sees
+// when a peer dies mid-collective). Read by ncclCommInitRankConfig, which refuses a malformed value.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -14,10 +18,13 @@ namespace cuda_emu::nccl {
 struct Fault {
   enum class Kind { async_error, hang };
   Kind kind = Kind::async_error;
-  int rank = 0;
+  int rank = 0;       // kEveryRank: RANK `all`
   int64_t call = 1;  // the Nth all-reduce, from 1
   std::string text;  // the variable's value, for messages
-  bool strikes(int nccl_rank, int64_t nth_all_reduce) const { return nccl_rank == rank && nth_all_reduce == call; }
+  static constexpr int kEveryRank = -1;
+  bool strikes(int nccl_rank, int64_t nth_all_reduce) const {
+    return (rank == kEveryRank || nccl_rank == rank) && nth_all_reduce == call;
+  }
 };
 
 // `value` parsed; nullopt for null or empty. Throws nothing: false with `why` naming the variable, the value

@@ -1,6 +1,8 @@
 // tests/cuda_emu/runtime_api.cpp — the CUDA runtime API on the CPU (include/cuda_runtime_api.h): "device"
 // memory is host memory (256-byte aligned, as cudaMalloc's), every stream is the host thread (work runs when
-// it is enqueued, so synchronising is a no-op), an event records the host clock when recorded. The device
+// it is enqueued, so synchronising is a no-op), an event records the host clock when recorded. The one
+// exception: a stream the NCCL shim stalled (a hung all-reduce, cuda_emu::stall_stream) never completes
+// until released, and a host wait on it blocks for good. The device
 // reports itself as one sm_80 GPU (A100's limits) so the backend's arch checks take their sm_80 paths;
 // PTSIM_EMU_CUDA_DEVICES=N makes it N identical ones (all the same host memory), so N emulated NCCL ranks on one
 // node each find a device of their own (docs/cuda-emulation.md, "The NCCL shim").
@@ -14,11 +16,19 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
-struct CUstream_st {};
+// The stalls a stream or event is behind (cuda_emu::stall_stream); complete once every one is released.
+using Stalls = std::vector<std::shared_ptr<cuda_emu::StreamStall>>;
+
+struct CUstream_st {
+  Stalls stalls;
+};
 struct CUevent_st {
   std::chrono::steady_clock::time_point recorded{};
   bool was_recorded = false;
+  Stalls stalls;  // those of its stream when recorded
 };
 
 namespace {
@@ -29,6 +39,21 @@ thread_local cudaError_t last_error = cudaSuccess;
 thread_local int current_device = 0;        // cudaSetDevice's, per host thread as in CUDA
 std::mutex dynamic_shared_mutex;
 std::map<const void*, size_t> dynamic_shared_opt_in;  // cudaFuncSetAttribute's MaxDynamicSharedMemorySize per kernel
+
+// Whether any of `stalls` is unreleased (released ones are dropped).
+bool stalled(Stalls& stalls) {
+  std::erase_if(stalls, [](const std::shared_ptr<cuda_emu::StreamStall>& s) { return s->released; });
+  return !stalls.empty();
+}
+
+// A blocking host wait behind an unreleased stall: on a GPU the host would wait for good, so here too (one
+// line to stderr first, naming the wait and the stall). Nothing on this thread can release it.
+void hang_if_stalled(Stalls& stalls, const char* call) {
+  if (!stalled(stalls)) return;
+  std::fprintf(stderr, "cuda_emu: %s waits behind %s, which never completes: the host hangs here, as on a GPU\n",
+               call, stalls.front()->what.c_str());
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
 
 constexpr size_t kAlignment = 256;
 // The opt-in shared memory per block of the emulated device, compute capability 8.0 (an A100): 163 KiB
@@ -93,7 +118,11 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind)
   if (bytes > 0) std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
+  // To pageable host memory the call returns once the copy completed (CUDA Runtime API, "API synchronization
+  // behavior"): behind a stall, never.
+  if ((kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDefault) && stream != nullptr)
+    hang_if_stalled(stream->stalls, "cudaMemcpyAsync (device to host)");
   return cudaMemcpy(dst, src, bytes, kind);
 }
 cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
@@ -117,8 +146,18 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   delete stream;
   return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (stream != nullptr) hang_if_stalled(stream->stalls, "cudaStreamSynchronize");
+  return cudaSuccess;
+}
+cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  return stream != nullptr && stalled(stream->stalls) ? cudaErrorNotReady : cudaSuccess;
+}
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
+  if (stream != nullptr && event != nullptr && stalled(event->stalls))
+    stream->stalls.insert(stream->stalls.end(), event->stalls.begin(), event->stalls.end());
+  return cudaSuccess;
+}
 namespace {
 int live_event_count = 0;  // created and not destroyed: cuda_emu::live_events()
 }  // namespace
@@ -133,13 +172,18 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
   delete event;
   return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   event->recorded = std::chrono::steady_clock::now();
   event->was_recorded = true;
+  event->stalls.clear();
+  if (stream != nullptr && stalled(stream->stalls)) event->stalls = stream->stalls;
   return cudaSuccess;
 }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
-cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  hang_if_stalled(event->stalls, "cudaEventSynchronize");
+  return cudaSuccess;
+}
+cudaError_t cudaEventQuery(cudaEvent_t event) { return stalled(event->stalls) ? cudaErrorNotReady : cudaSuccess; }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
   if (!start->was_recorded || !end->was_recorded) return fail(cudaErrorInvalidResourceHandle);
   *ms = std::chrono::duration<float, std::milli>(end->recorded - start->recorded).count();
@@ -228,6 +272,12 @@ size_t dynamic_shared_limit(const void* kernel) {
   return it == dynamic_shared_opt_in.end() ? kDefaultDynamicShared : it->second;
 }
 int live_events() { return live_event_count; }
+std::shared_ptr<StreamStall> stall_stream(cudaStream_t stream, std::string what) {
+  auto stall = std::make_shared<StreamStall>();
+  stall->what = std::move(what);
+  if (stream != nullptr) stream->stalls.push_back(stall);
+  return stall;
+}
 size_t device_bytes_from(const void* pointer) {
   std::lock_guard lock(allocations_mutex);
   auto after = allocations.upper_bound(pointer);  // the first allocation starting above `pointer`

@@ -141,9 +141,10 @@ TEST_CASE("NcclCommunicator (emulated): a hang ends at PTSIM_COMM_TIMEOUT_S's de
   auto nccl = std::make_unique<NcclCommunicator>(one_rank(std::chrono::milliseconds(200)));
   auto backend = runtime::make_cuda_backend(runtime::ComputeType::f32);
   const auto span = runtime::DeviceSpan::of(backend->allocate(64));
+  // Enqueued as a healthy one is (the shim's hang is on the device); the wait for it hangs.
+  const runtime::CommRequest bucket = nccl->start_all_reduce_sum(*backend, span, models::DType::bf16, runtime::Stream{});
   const auto start = std::chrono::steady_clock::now();
-  const std::string what =
-      comm_failure_of([&] { nccl->start_all_reduce_sum(*backend, span, models::DType::bf16, runtime::Stream{}); });
+  const std::string what = comm_failure_of([&] { nccl->wait(bucket); });
   const double took = seconds_since(start);
   CHECK(took >= 0.2);  // not before the deadline
   CHECK(took < 5.0);   // and not long after it (polls every 50 µs)
@@ -151,6 +152,35 @@ TEST_CASE("NcclCommunicator (emulated): a hang ends at PTSIM_COMM_TIMEOUT_S's de
   CHECK(what.find("PTSIM_COMM_TIMEOUT_S") != std::string::npos);
   float x = 0.0f;
   CHECK(comm_failure_of([&] { nccl->all_reduce_sum(std::span<float>(&x, 1)); }).find("aborted") != std::string::npos);
+  nccl.reset();
+  backend->free(span.buffer);
+}
+
+// The backend's own host waits (docs/nccl.md, "Host waits behind a collective"): the compute stream waits on
+// the comm stream's event after a hung all-reduce, as the executor's does, so the copy to host (the trainer's
+// step-state read) would block for good (the emulator's stalled stream, as on a GPU); the guard the
+// communicator installed ends it at the deadline, naming the all-reduce and the wait. Bounds as above.
+TEST_CASE("NcclCommunicator (emulated): a host copy behind a hung all-reduce ends at the deadline, naming both") {
+  FaultScope fault("hang:0:1");
+  auto nccl = std::make_unique<NcclCommunicator>(one_rank(std::chrono::milliseconds(200)));
+  auto backend = runtime::make_cuda_backend(runtime::ComputeType::f32);
+  const auto span = runtime::DeviceSpan::of(backend->allocate(64));
+  const runtime::Stream comm_stream = backend->create_stream();
+  const runtime::Event reduced = backend->create_event();
+  nccl->all_reduce_sum(*backend, span, models::DType::f32, comm_stream);  // the blocking form: nothing waits
+  backend->record(reduced, comm_stream);
+  backend->wait(runtime::Stream{}, reduced);
+  std::vector<float> host(16);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string what = comm_failure_of([&] { backend->copy_to_host(host.data(), span); });
+  const double took = seconds_since(start);
+  CHECK(took >= 0.2);
+  CHECK(took < 5.0);
+  CHECK(what.find("ncclAllReduce #1 (64 bytes of f32), which the compute stream (copy to host) waits "
+                  "behind, did not finish within 0.200 s") != std::string::npos);
+  // The abort ended the hung all-reduce: the streams complete, the backend's waits return again.
+  CHECK_NOTHROW(backend->synchronize(runtime::Stream{}));
+  CHECK_NOTHROW(backend->copy_to_host(host.data(), span));
   nccl.reset();
   backend->free(span.buffer);
 }

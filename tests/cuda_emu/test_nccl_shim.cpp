@@ -224,7 +224,8 @@ TEST_CASE("nccl shim: PTSIM_EMU_NCCL_FAULT, parsed and injected") {
   CHECK((fault->rank == 1 && fault->call == 3));
   CHECK(cuda_emu::nccl::parse_fault(nullptr, fault, why));
   CHECK_FALSE(fault.has_value());
-  for (const char* bad : {"hang", "hang:1", "hang:1:0", "crash:0:1", "hang:-1:1", "hang:0:1x", "async-error::1"}) {
+  for (const char* bad : {"hang", "hang:1", "hang:1:0", "crash:0:1", "hang:-1:1", "hang:0:1x", "async-error::1",
+                          "hang:al:1", "hang:all:0"}) {
     CAPTURE(bad);
     CHECK_FALSE(cuda_emu::nccl::parse_fault(bad, fault, why));
     CHECK(why.find("KIND:RANK:N") != std::string::npos);
@@ -258,17 +259,50 @@ TEST_CASE("nccl shim: PTSIM_EMU_NCCL_FAULT, parsed and injected") {
   CHECK(last_error().find("rank 0's ncclAllReduce #2 failed") != std::string::npos);
   CHECK(ncclAllReduce(x.p, x.p, 4, ncclFloat32, ncclSum, comm, nullptr) == ncclInvalidUsage);
   CHECK(ncclCommAbort(comm) == ncclSuccess);
-  // A hang: in progress however often it is polled.
+  // A hang, as on a GPU: the call and its enqueueing finish, but its stream never passes it (an event after it
+  // stays not ready, a stream that waits on that event too), nor a later all-reduce's; until ncclCommAbort.
   {
     cuda_emu::nccl::FaultScope fault("hang:0:1");
     comm = one_rank(false);
   }
-  CHECK(ncclAllReduce(x.p, x.p, 4, ncclFloat32, ncclSum, comm, nullptr) == ncclInProgress);
+  cudaStream_t comm_stream = nullptr, compute = nullptr, other = nullptr;
+  cudaEvent_t reduced = nullptr, later = nullptr;
+  REQUIRE(cudaStreamCreate(&comm_stream) == cudaSuccess);
+  REQUIRE(cudaStreamCreate(&compute) == cudaSuccess);
+  REQUIRE(cudaStreamCreate(&other) == cudaSuccess);
+  REQUIRE(cudaEventCreate(&reduced) == cudaSuccess);
+  REQUIRE(cudaEventCreate(&later) == cudaSuccess);
+  // A non-blocking call's first poll says ncclInProgress (the shim's protocol), the next its end.
+  auto enqueued = [&] {
+    for (int polls = 0; polls < 2; ++polls) REQUIRE(ncclCommGetAsyncError(comm, &state) == ncclSuccess);
+    return state;
+  };
+  CHECK(ncclAllReduce(x.p, x.p, 4, ncclFloat32, ncclSum, comm, comm_stream) == ncclInProgress);
+  CHECK(enqueued() == ncclSuccess);  // the hang is on the device
+  CHECK(cudaEventRecord(reduced, comm_stream) == cudaSuccess);
+  CHECK(cudaStreamWaitEvent(compute, reduced, 0) == cudaSuccess);
   for (int polls = 0; polls < 100; ++polls) {
-    REQUIRE(ncclCommGetAsyncError(comm, &state) == ncclSuccess);
-    REQUIRE(state == ncclInProgress);
+    REQUIRE(cudaEventQuery(reduced) == cudaErrorNotReady);
+    REQUIRE(cudaStreamQuery(comm_stream) == cudaErrorNotReady);
+    REQUIRE(cudaStreamQuery(compute) == cudaErrorNotReady);
   }
-  CHECK(ncclCommAbort(comm) == ncclSuccess);
+  CHECK(cudaStreamQuery(other) == cudaSuccess);
+  CHECK(ncclAllReduce(x.p, x.p, 4, ncclFloat32, ncclSum, comm, other) == ncclInProgress);  // hangs behind it
+  CHECK(enqueued() == ncclSuccess);
+  CHECK(cudaStreamQuery(other) == cudaErrorNotReady);
+  CHECK(ncclCommAbort(comm) == ncclSuccess);  // ends the hung kernels: every stream and event completes
+  CHECK(cudaEventQuery(reduced) == cudaSuccess);
+  CHECK(cudaStreamQuery(compute) == cudaSuccess);
+  CHECK(cudaStreamSynchronize(comm_stream) == cudaSuccess);
+  CHECK(cudaStreamSynchronize(other) == cudaSuccess);
+  CHECK(cudaEventRecord(later, compute) == cudaSuccess);
+  CHECK(cudaEventQuery(later) == cudaSuccess);
+  for (cudaEvent_t e : {reduced, later}) cudaEventDestroy(e);
+  for (cudaStream_t st : {comm_stream, compute, other}) cudaStreamDestroy(st);
+  // RANK all: every rank's Nth all-reduce.
+  CHECK(cuda_emu::nccl::parse_fault("hang:all:2", fault, why));
+  REQUIRE(fault.has_value());
+  CHECK((fault->strikes(0, 2) && fault->strikes(5, 2) && !fault->strikes(0, 1)));
 }
 
 TEST_CASE("nccl shim: version and error strings") {

@@ -8,7 +8,7 @@
 //   * a 2-rank cuda run stopped and resumed on 2 ranks repeats the straight 2-rank cuda run bit for bit;
 //   * an injected NCCL fault (PTSIM_EMU_NCCL_FAULT: rank 1 hangs, or rank 0's all-reduce fails) ends the whole job
 //     non-zero with "communication failed" naming the collective, leaving only whole metrics lines and whole
-//     checkpoints;
+//     checkpoints; so does a hang every rank meets inside a compute-stream sync (--no-comm-overlap);
 //   * `--comm nccl` on one rank, without mpirun, trains as the single-process run does.
 // PTSIM_BINARY is the real ptsim, PTSIM_EMULATED_BINARY ptsim_emulated, PTSIM_MPIRUN mpirun; the meson test sets
 // PTSIM_EMU_CUDA_DEVICES=2 so that each rank finds its emulated GPU.
@@ -167,14 +167,16 @@ int64_t all_reduces_per_step(const std::string& precision, bool checkpoint_every
   return bucket_count(precision) + 1 + (checkpoint_every_step ? 1 : 0);
 }
 
-// The Nth all-reduce (from 1) of one 2-rank fp32 cuda run fails: PTSIM_EMU_NCCL_FAULT=`kind`:`rank`:N,
-// PTSIM_COMM_TIMEOUT_S=2, a checkpoint every step. Returns the output and the seconds the job took.
-std::pair<CommandResult, double> run_faulty_job(const fs::path& dir, const std::string& kind, int rank, int64_t n) {
-  const std::string fault = kind + ":" + std::to_string(rank) + ":" + std::to_string(n);
+// The Nth all-reduce (from 1) of one 2-rank fp32 cuda run fails: PTSIM_EMU_NCCL_FAULT=`kind`:`rank`:N (`rank`
+// a number or "all"), PTSIM_COMM_TIMEOUT_S=2, a checkpoint every step, `flags` added. Returns the output and the
+// seconds the job took.
+std::pair<CommandResult, double> run_faulty_job(const fs::path& dir, const std::string& kind, const std::string& rank,
+                                                int64_t n, const std::string& flags = "") {
+  const std::string fault = kind + ":" + rank + ":" + std::to_string(n);
   const auto start = std::chrono::steady_clock::now();
   const auto r = train_2ranks(Side::emulated_cuda_nccl, "fp32",
                               "--quiet --checkpoint-every 1 --checkpoint-dir " + quote(dir / "ckpt") + " --metrics " +
-                                  quote(dir / "m.jsonl"),
+                                  quote(dir / "m.jsonl") + " " + flags,
                               "PTSIM_EMU_NCCL_FAULT=" + fault + " PTSIM_COMM_TIMEOUT_S=2");
   return {r, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
 }
@@ -189,8 +191,8 @@ std::pair<CommandResult, double> run_faulty_job(const fs::path& dir, const std::
 // report first (both reach their deadline), for the error rank 0 does (rank 1 is still within its 2 s).
 TEST_CASE("mpirun -np 2 ptsim_emulated train --backend cuda: an NCCL hang or error ends the whole job, files whole") {
   const int64_t n = 2 * all_reduces_per_step("fp32", true) + 1;
-  for (const auto& [kind, rank, reporter] : {std::tuple{std::string("hang"), 1, std::string("rank ")},
-                                             std::tuple{std::string("async-error"), 0, std::string("rank 0")}}) {
+  for (const auto& [kind, rank, reporter] : {std::tuple{std::string("hang"), std::string("1"), std::string("rank ")},
+                                             std::tuple{std::string("async-error"), std::string("0"), std::string("rank 0")}}) {
     CAPTURE(kind);
     const fs::path dir = fresh_dir("ptsim_emulated_nccl_fault_" + kind);
     const auto [r, seconds] = run_faulty_job(dir, kind, rank, n);
@@ -210,6 +212,30 @@ TEST_CASE("mpirun -np 2 ptsim_emulated train --backend cuda: an NCCL hang or err
   }
 }
 
+// docs/nccl.md, "Host waits behind a collective": with --no-comm-overlap the step tail's bucket all-reduces are
+// enqueued and never host-waited by the communicator; the compute stream waits on them with events and the
+// host next waits inside a compute-stream sync (the step's timing or state read). hang:all: every rank's step-3
+// first bucket hangs on the device (what every survivor sees when a peer dies mid-collective), so every rank is
+// in that sync: on a GPU, and in the emulator (stalled streams), it blocks for good without the guard; with it
+// the job ends at the 2 s deadline naming the all-reduce and the wait. Bounds as in the test above.
+TEST_CASE("mpirun -np 2 ptsim_emulated train --backend cuda --no-comm-overlap: a hang behind a compute-stream sync "
+          "ends the whole job at the deadline") {
+  const int64_t n = 2 * all_reduces_per_step("fp32", true) + 1;
+  const fs::path dir = fresh_dir("ptsim_emulated_nccl_fault_sync");
+  const auto [r, seconds] = run_faulty_job(dir, "hang", "all", n, "--no-comm-overlap");
+  CAPTURE(r.output);
+  CHECK(r.exit_code != 0);
+  CHECK(seconds < 60);
+  const size_t at = r.output.find("error: communication failed: rank ");
+  REQUIRE(at != std::string::npos);
+  CHECK(r.output.find("ncclAllReduce #" + std::to_string(n) + " (", at) != std::string::npos);  // the hung one
+  CHECK(r.output.find("waits behind, did not finish within 2.000 s", at) != std::string::npos);
+  check_nothing_half_written(dir);
+  CHECK(read_jsonl(dir / "m.jsonl").size() == 2);
+  CHECK(fs::exists(dir / "ckpt" / "step_2"));
+  CHECK(!fs::exists(dir / "ckpt" / "step_3"));
+}
+
 // The product path's collectives counted through the shim: a fault on the last all-reduce a healthy run makes
 // (all_reduces_per_step × steps) fails the run, one past it never strikes. A bucket reduced twice (or per
 // micro-step under accumulation) or one skipped moves the count and fails one of the two.
@@ -217,10 +243,10 @@ TEST_CASE("mpirun -np 2 ptsim_emulated train --backend cuda: NCCL all-reduces on
   const int64_t total = kNcclSteps * all_reduces_per_step("fp32", true);
   MESSAGE("buckets per step: " << bucket_count("fp32") << ", all-reduces per run: " << total);
   REQUIRE(bucket_count("fp32") >= 3);  // "several buckets"
-  const auto [last, s1] = run_faulty_job(fresh_dir("ptsim_emulated_nccl_count_last"), "async-error", 0, total);
+  const auto [last, s1] = run_faulty_job(fresh_dir("ptsim_emulated_nccl_count_last"), "async-error", "0", total);
   CHECK_MESSAGE(last.exit_code != 0, last.output);
   CHECK_MESSAGE(last.output.find("ncclAllReduce #" + std::to_string(total) + " failed") != std::string::npos, last.output);
-  const auto [past, s2] = run_faulty_job(fresh_dir("ptsim_emulated_nccl_count_past"), "async-error", 0, total + 1);
+  const auto [past, s2] = run_faulty_job(fresh_dir("ptsim_emulated_nccl_count_past"), "async-error", "0", total + 1);
   CHECK_MESSAGE(past.exit_code == 0, past.output);
 }
 

@@ -411,7 +411,7 @@ class CudaBackend final : public cuda::CudaDevice {
   // The epilogue's bias-gradient vector, at least N floats (grows after the compute stream drains).
   float* bias_grad_part(int64_t N) {
     if (N > bias_grad_part_elements_) {
-      PTSIM_CUDA_CHECK(cudaStreamSynchronize(compute_stream()));
+      await_stream(compute_stream(), "the compute stream (bias-gradient growth)");
       PTSIM_CUDA_CHECK(cudaFree(bias_grad_part_));
       bias_grad_part_ = nullptr;
       void* part = nullptr;

@@ -49,6 +49,13 @@ namespace ptsim::runtime::cuda {
 namespace {
 // cuBLAS's workspace: 32 MiB, what NVIDIA recommends for Hopper (cuBLAS docs, cublasSetWorkspace).
 constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
+
+// A cudaStreamQuery / cudaEventQuery result: true when done, false when not yet; any other code throws.
+bool finished(cudaError_t status, const char* call) {
+  if (status == cudaErrorNotReady) return false;
+  check_cuda(status, call);
+  return true;
+}
 }  // namespace
 
 CudaDevice::CudaDevice(int device) : device_(device) {
@@ -105,7 +112,7 @@ void CudaDevice::free(DeviceBuffer buffer) {
   if (buffer.id < 0 || static_cast<size_t>(buffer.id) >= buffers_.size()) return;
   const auto id = static_cast<size_t>(buffer.id);
   if (buffers_[id]) {
-    PTSIM_CUDA_CHECK(cudaStreamSynchronize(compute_stream()));  // queued kernels may still use it
+    await_stream(compute_stream(), "the compute stream (free)");  // queued kernels may still use it
     PTSIM_CUDA_CHECK(cudaFree(buffers_[id]));
   }
   buffers_[id] = nullptr;
@@ -128,7 +135,7 @@ void* CudaDevice::kernel_address(const DeviceSpan& span) { return checked(span);
 void CudaDevice::copy_to_device(const DeviceSpan& dst, const void* src) {
   if (dst.bytes == 0) return;
   PTSIM_CUDA_CHECK(cudaMemcpyAsync(checked(dst), src, dst.bytes, cudaMemcpyHostToDevice, compute_stream()));
-  PTSIM_CUDA_CHECK(cudaStreamSynchronize(compute_stream()));
+  await_stream(compute_stream(), "the compute stream (copy to device)");
 }
 
 void CudaDevice::copy_to_device_async(const DeviceSpan& dst, const void* src) {
@@ -136,10 +143,14 @@ void CudaDevice::copy_to_device_async(const DeviceSpan& dst, const void* src) {
   PTSIM_CUDA_CHECK(cudaMemcpyAsync(checked(dst), src, dst.bytes, cudaMemcpyHostToDevice, compute_stream()));
 }
 
+// The stream is waited for before the copy is queued: a device-to-pageable-host cudaMemcpyAsync returns only
+// once it has completed (CUDA Runtime API, "API synchronization behavior"), so queued behind a collective that
+// never finishes it would block the host with no deadline. The copy itself then waits for nothing else.
 void CudaDevice::copy_to_host(void* dst, const DeviceSpan& src) {
+  await_stream(compute_stream(), "the compute stream (copy to host)");
   if (src.bytes > 0)
     PTSIM_CUDA_CHECK(cudaMemcpyAsync(dst, checked(src), src.bytes, cudaMemcpyDeviceToHost, compute_stream()));
-  PTSIM_CUDA_CHECK(cudaStreamSynchronize(compute_stream()));
+  await_stream(compute_stream(), "the compute stream (copy to host)");
   raise_device_errors();
 }
 
@@ -185,19 +196,31 @@ void CudaDevice::wait(Stream stream, Event event) {
 
 double CudaDevice::elapsed_seconds(Event start, Event stop) {
   cudaEvent_t b = events_.at(static_cast<size_t>(start.id)), e = events_.at(static_cast<size_t>(stop.id));
-  PTSIM_CUDA_CHECK(cudaEventSynchronize(e));
+  await_event(e, "the stream of an op's timing event");
   float ms = 0.0f;
   PTSIM_CUDA_CHECK(cudaEventElapsedTime(&ms, b, e));
   return static_cast<double>(ms) / 1e3;
 }
 
 void CudaDevice::synchronize(Stream stream) {
-  PTSIM_CUDA_CHECK(cudaStreamSynchronize(stream_of(stream)));
+  await_stream(stream_of(stream), stream.id == 0 ? "the compute stream (synchronize)" : "a stream (synchronize)");
   // Only compute-stream kernels write the error record, so it is read when that stream is the one waited for.
   // After another stream's wait (a communicator's, on the comm stream) reading it would first need the compute
   // stream synchronized too: a host stall on every comm-stream wait, while the compute stream should keep
   // running. A report is not lost: the next compute-stream synchronize or copy_to_host raises it.
   if (stream_of(stream) == compute_stream()) raise_device_errors();
+}
+
+void CudaDevice::await_stream(cudaStream_t stream, const char* what) {
+  const std::shared_ptr<HostWaitGuard> guard = host_wait_guard_.lock();
+  if (!guard) return PTSIM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  await_device([stream] { return finished(cudaStreamQuery(stream), "cudaStreamQuery"); }, *guard, what);
+}
+
+void CudaDevice::await_event(cudaEvent_t event, const char* what) {
+  const std::shared_ptr<HostWaitGuard> guard = host_wait_guard_.lock();
+  if (!guard) return PTSIM_CUDA_CHECK(cudaEventSynchronize(event));
+  await_device([event] { return finished(cudaEventQuery(event), "cudaEventQuery"); }, *guard, what);
 }
 
 void CudaDevice::round_to_dtype(const DeviceSpan& span, models::DType dtype) {
@@ -236,8 +259,9 @@ double CudaDevice::sum_of_squares(const DeviceSpan& span) {
 
 double CudaDevice::read_norm_result() {
   double result = 0.0;
+  await_stream(compute_stream(), "the compute stream (a norm read back)");  // before the copy: copy_to_host
   PTSIM_CUDA_CHECK(cudaMemcpyAsync(&result, norm_result_, sizeof(double), cudaMemcpyDeviceToHost, compute_stream()));
-  PTSIM_CUDA_CHECK(cudaStreamSynchronize(compute_stream()));
+  await_stream(compute_stream(), "the compute stream (a norm read back)");
   return result;
 }
 
@@ -331,7 +355,7 @@ void CudaDevice::convert(const DeviceSpan& dst, models::DType dst_dtype, const D
 
 void* CudaDevice::scratch(size_t bytes) {
   if (bytes <= scratch_bytes_) return scratch_;
-  PTSIM_CUDA_CHECK(cudaStreamSynchronize(compute_stream()));  // the old scratch may be in use
+  await_stream(compute_stream(), "the compute stream (scratch growth)");  // the old scratch may be in use
   PTSIM_CUDA_CHECK(cudaFree(scratch_));
   scratch_ = nullptr;
   scratch_bytes_ = 0;

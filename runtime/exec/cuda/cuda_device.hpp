@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "runtime/comm/cuda_stream_source.hpp"
@@ -51,6 +52,7 @@ class CudaDevice : public Backend, public CudaStreamSource {
   double elapsed_seconds(Event start, Event stop) override;
   void synchronize(Stream stream = {}) override;
   void* cuda_stream(Stream stream) override { return stream_of(stream); }
+  void set_host_wait_guard(std::weak_ptr<HostWaitGuard> guard) override { host_wait_guard_ = std::move(guard); }
 
   void round_to_dtype(const DeviceSpan& span, models::DType dtype) override;
   void scale(const DeviceSpan& span, double factor) override;
@@ -78,6 +80,11 @@ class CudaDevice : public Backend, public CudaStreamSource {
   void* scratch(size_t bytes);
   // The double at norm_result_, after the compute stream's queued work.
   double read_norm_result();
+  // Every host wait of the backend (and of CudaBackend's ops) on the device: until `stream` has run what was
+  // queued on it (`what`: what waits, for the message of a collective that never finishes). Without a host
+  // wait guard cudaStreamSynchronize; with one, cudaStreamQuery polled through await_device (docs/nccl.md).
+  void await_stream(cudaStream_t stream, const char* what);
+  void await_event(cudaEvent_t event, const char* what);
   // Throws core::InputError for a bad id/index/label a kernel reported (and clears the record).
   void raise_device_errors();
 
@@ -96,6 +103,7 @@ class CudaDevice : public Backend, public CudaStreamSource {
   double* norm_result_ = nullptr;  // device: the sums of squares' one double
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
+  std::weak_ptr<HostWaitGuard> host_wait_guard_;  // the communicator's (set_host_wait_guard); empty: none
 };
 
 }  // namespace ptsim::runtime::cuda

@@ -7,6 +7,8 @@
 #pragma once
 #define __CUDA_RUNTIME_API_H__
 #include <cstddef>
+#include <memory>
+#include <string>
 
 #include "driver_types.h"
 #include "library_types.h"
@@ -28,6 +30,7 @@ cudaError_t cudaStreamCreate(cudaStream_t* stream);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaStreamQuery(cudaStream_t stream);
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags = 0);
 cudaError_t cudaEventCreate(cudaEvent_t* event);
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags);
@@ -69,4 +72,16 @@ size_t dynamic_shared_limit(const void* kernel);
 size_t device_bytes_from(const void* pointer);
 // Events created (cudaEventCreate*) and not yet destroyed: a test's leak check.
 int live_events();
+// A point on a stream that the emulated device never passes until `released` (the NCCL shim's hung
+// all-reduce; ncclCommAbort releases it). Events recorded on the stream after it, and streams that wait on
+// such an event, are not complete either: cudaEventQuery / cudaStreamQuery say cudaErrorNotReady, and
+// cudaStreamSynchronize, cudaEventSynchronize and a device-to-host cudaMemcpyAsync on such a stream block the
+// host for good (printing once to stderr what they wait for), the hang they are on a GPU. Work queued on the
+// stream still runs at once (the emulator has no queue): only completion is withheld.
+struct StreamStall {
+  bool released = false;
+  std::string what;  // "the hung ncclAllReduce #3 of NCCL rank 1"
+};
+// Stalls `stream` (not the legacy default stream, null) from now on until the returned stall is released.
+std::shared_ptr<StreamStall> stall_stream(cudaStream_t stream, std::string what);
 }  // namespace cuda_emu

@@ -1,9 +1,12 @@
 // tests/runtime/comm/test_comm_deadline.cpp — the bounded collective wait (runtime/comm/comm_deadline.*)
 // against a fake communicator state and a fake clock: done returns, an async error aborts and reports, a
-// collective that never finishes times out at the deadline and aborts; the timeout variable's parsing.
+// collective that never finishes times out at the deadline and aborts; the timeout variable's parsing; the
+// host-wait poll loop (await_device) against a fake query sequence and a fake guard.
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "runtime/comm/comm_deadline.hpp"
@@ -41,7 +44,59 @@ struct FakeClock {
   }
 };
 
+// A device query that says "not yet" `pending_polls` times, then "done"; and a guard that records what it was
+// asked about and throws CommFailure at its `fail_at`th check (0: never), as NcclCommunicator's does past the
+// deadline.
+struct FakeQuery {
+  int pending_polls = 0;
+  int polls = 0;
+  bool operator()() { return ++polls > pending_polls; }
+};
+struct FakeGuard final : HostWaitGuard {
+  int fail_at = 0;
+  std::vector<std::string> asked;
+  void check(std::string_view waiting_for) override {
+    asked.emplace_back(waiting_for);
+    if (static_cast<int>(asked.size()) == fail_at) throw CommFailure("ncclAllReduce of 64 bytes did not finish");
+  }
+};
+
 }  // namespace
+
+TEST_CASE("await_device: a finished stream returns at the first query, without a check or a pause") {
+  FakeQuery query;
+  FakeGuard guard;
+  FakeClock fake;
+  await_device(std::ref(query), guard, "the compute stream (copy to host)", fake.clock());
+  CHECK(query.polls == 1);
+  CHECK(guard.asked.empty());
+  CHECK(fake.sleeps == 0);  // the single-GPU cost of a wait on a finished stream: one query
+}
+
+TEST_CASE("await_device: asks the guard between polls, naming the wait, one pause of 50 µs each") {
+  FakeQuery query;
+  query.pending_polls = 3;
+  FakeGuard guard;
+  FakeClock fake;
+  await_device(std::ref(query), guard, "the compute stream (synchronize)", fake.clock());
+  CHECK(query.polls == 4);  // 3 "not yet", then done
+  REQUIRE(guard.asked.size() == 3);
+  for (const std::string& what : guard.asked) CHECK(what == "the compute stream (synchronize)");
+  CHECK(fake.sleeps == 3);
+  CHECK(fake.t - std::chrono::steady_clock::time_point{} == 150us);  // 3 × the default 50 µs interval
+}
+
+TEST_CASE("await_device: a guard's CommFailure ends a wait that would never finish") {
+  FakeQuery query;
+  query.pending_polls = 1 << 30;  // a stream behind a collective that never finishes
+  FakeGuard guard;
+  guard.fail_at = 5;
+  FakeClock fake;
+  CHECK_THROWS_AS(await_device(std::ref(query), guard, "the compute stream", fake.clock()), CommFailure);
+  CHECK(query.polls == 5);  // no poll after the failing check
+  CHECK(guard.asked.size() == 5);
+  CHECK(fake.sleeps == 4);
+}
 
 TEST_CASE("await_collective returns when the probe reports done, without aborting") {
   FakeProbe probe;

@@ -3,10 +3,13 @@
 // its last gradient, on the last micro-step only, the tail waits for every one, and the step gives the
 // same bits as the non-overlapped tail. A fake 2-rank communicator stands in for MPI: its sum (×2, "both
 // ranks hold the same gradient") happens in wait(), so a bucket read or written between start and wait
-// would show. The real MPI path: tests/runtime/train/test_train_mpi.cpp.
+// would show. A recording backend checks the stream order: the compute stream's averaging of bucket i waits
+// on an event recorded right after bucket i's start, not after the later buckets'. The real MPI path:
+// tests/runtime/train/test_train_mpi.cpp.
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "models/builder.hpp"
@@ -16,6 +19,7 @@
 #include "runtime/optim/optimizer.hpp"
 #include "tests/runtime/exec/deferred_communicator.hpp"
 #include "tests/runtime/exec/executor_test_support.hpp"
+#include "tests/runtime/exec/storage_16bit_support.hpp"
 
 using namespace ptsim::runtime;
 using namespace ptsim::models;
@@ -51,6 +55,75 @@ class DeferredTwin final : public ptsim::test::DeferredCommunicator {
   void sum_started(std::span<float> data) override {
     for (float& x : data) x *= 2;
   }
+};
+
+// What the stream-order test sees: every record / stream wait of the backend, with the number of
+// all-reduces started before it; every host wait of the communicator.
+struct StreamLog {
+  enum class Kind { record, stream_wait, host_wait };
+  struct Entry {
+    Kind kind;
+    int event = -1, stream = -1, request = -1;
+    int started = 0;  // start_all_reduce_sum calls before this entry
+  };
+  std::vector<Entry> entries;
+  int started = 0;
+};
+
+// The CPU backend, logging the executor's event records and stream waits. The CPU backend's streams all share
+// one id; this one numbers the streams it creates from 1 (the compute stream stays 0), so the log tells them
+// apart, and hands the CPU backend its own.
+class RecordingBackend final : public ptsim::test::CpuForwardingBackend {
+ public:
+  explicit RecordingBackend(StreamLog& log) : CpuForwardingBackend(false), log_(log) {}
+  Stream create_stream() override {
+    created_.push_back(CpuForwardingBackend::create_stream());
+    return Stream{static_cast<int32_t>(created_.size())};
+  }
+  void record(Event e, Stream s) override {
+    log_.entries.push_back({StreamLog::Kind::record, e.id, s.id, -1, log_.started});
+    CpuForwardingBackend::record(e, inner(s));
+  }
+  void wait(Stream s, Event e) override {
+    log_.entries.push_back({StreamLog::Kind::stream_wait, e.id, s.id, -1, log_.started});
+    CpuForwardingBackend::wait(inner(s), e);
+  }
+  void synchronize(Stream s) override { CpuForwardingBackend::synchronize(inner(s)); }
+
+ private:
+  Stream inner(Stream s) const { return s.id == 0 ? s : created_.at(static_cast<size_t>(s.id - 1)); }
+  StreamLog& log_;
+  std::vector<Stream> created_;
+};
+
+// DeferredTwin's sums, logging each start and host wait.
+class LoggingTwin final : public ptsim::test::DeferredCommunicator {
+ public:
+  explicit LoggingTwin(StreamLog& log) : log_(log) {}
+  CommRequest start_all_reduce_sum(Backend& backend, const DeviceSpan& data, DType type, Stream stream) override {
+    const CommRequest r = DeferredCommunicator::start_all_reduce_sum(backend, data, type, stream);
+    ++log_.started;
+    started_after[r.id] = log_.started;
+    return r;
+  }
+  void wait(CommRequest request) override {
+    DeferredCommunicator::wait(request);
+    log_.entries.push_back({StreamLog::Kind::host_wait, -1, -1, request.id, log_.started});
+  }
+  void all_reduce_sum(std::span<float> data) override {
+    for (float& v : data) v *= 2;
+  }
+  void all_reduce_sum(std::span<double> data) override {
+    for (double& v : data) v *= 2;
+  }
+  using Communicator::all_reduce_sum;
+  std::map<int, int> started_after;  // [request id]: log.started once it was started
+
+ private:
+  void sum_started(std::span<float> data) override {
+    for (float& x : data) x *= 2;
+  }
+  StreamLog& log_;
 };
 
 // Two LAMB steps of two micro-steps; returns every parameter after them.
@@ -129,4 +202,43 @@ TEST_CASE("overlapped all-reduces must be finished by the tail on the same commu
   CHECK_THROWS_AS(ex.run_step_tail(&other, nullptr, 0.0), std::logic_error);
   ex.run_step_tail(&comm, nullptr, 0.0);
   CHECK(comm.waits == static_cast<int>(comm.started_at.size()));
+}
+
+TEST_CASE("overlapped bucket all-reduces: the compute stream waits on each bucket's own event, not the later ones'") {
+  const TaskGraph g = ptsim::test::two_rank_graph();
+  StreamLog log;
+  LoggingTwin comm(log);
+  ExecutorOptions o;
+  o.overlap_comm = true;
+  Executor ex(g, o, std::make_unique<RecordingBackend>(log));
+  ex.init_parameters(5);
+  for (int64_t micro = 0; micro < 2; ++micro) {
+    ptsim::test::fill_inputs(ex, static_cast<uint64_t>(10 + micro), 0.5);
+    ex.run_micro_step(1, micro, &comm);
+  }
+  ex.run_step_tail(&comm, nullptr, 0.0);
+  REQUIRE(comm.started_after.size() > 2);  // several buckets (two_rank_graph), or the order shows nothing
+
+  // After each host wait for request r, the compute stream (stream 0) waits on one event before averaging;
+  // that event's last record before the wait must be bucket r's: on the communication stream, with exactly
+  // the buckets up to r started (the old shared event was recorded after all of them).
+  std::map<int, int> last_record_started, last_record_stream;  // [event id]
+  int checked = 0, awaiting = -1;  // awaiting: the request host-waited last whose stream wait is not seen yet
+  for (const StreamLog::Entry& e : log.entries) {
+    if (e.kind == StreamLog::Kind::record) {
+      last_record_started[e.event] = e.started;
+      last_record_stream[e.event] = e.stream;
+    }
+    if (e.kind == StreamLog::Kind::host_wait) {
+      CHECK(awaiting < 0);  // each host wait is followed by its compute-stream wait before the next one
+      awaiting = e.request;
+    }
+    if (e.kind != StreamLog::Kind::stream_wait || e.stream != 0 || awaiting < 0) continue;
+    CAPTURE(awaiting);
+    CHECK(last_record_stream.at(e.event) != 0);
+    CHECK(last_record_started.at(e.event) == comm.started_after.at(awaiting));
+    awaiting = -1;
+    ++checked;
+  }
+  CHECK(checked == static_cast<int>(comm.started_after.size()));  // every started bucket was waited for
 }
