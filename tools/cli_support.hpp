@@ -1,8 +1,9 @@
 // tools/cli_support.hpp — CLI11 parsing with ptsim's exit-code contract.
 // parse_or_exit: --help prints and returns the exit code 0 through `exit_code`; a bad flag becomes an
 // InputError (exit 2) whose message names the flag and what was expected.
-// positive_number / integer_at_least: flag validators that say what was expected (CLI::PositiveNumber
-// spells DBL_MAX out in full, lets NaN through, and an integer beyond 64 bits is saturated, not refused).
+// positive_number / number_between / integer_in / integer_at_least: flag validators that say what was
+// expected (CLI::PositiveNumber spells DBL_MAX out in full; it and CLI::Range let NaN through; an integer
+// beyond 64 bits is saturated, not refused).
 #pragma once
 #include <fmt/format.h>
 
@@ -33,17 +34,33 @@ inline std::optional<int> parse_or_exit(CLI::App& app, int argc, char** argv) {
   return std::nullopt;
 }
 
-// A finite number > 0 (a budget, a size): "nan", "inf" and "1e400" are refused.
+// The whole text as a finite double: "nan", "inf", "1e400" and trailing characters are refused.
+inline bool parse_finite_number(const std::string& text, double& value) {
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  return ec == std::errc() && ptr == end && std::isfinite(value);
+}
+
+// A finite number > 0 (a budget, a size).
 inline CLI::Validator positive_number() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
         double value = 0;
-        const char* end = text.data() + text.size();
-        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-        if (ec == std::errc() && ptr == end && std::isfinite(value) && value > 0) return "";
+        if (parse_finite_number(text, value) && value > 0) return "";
         return fmt::format("expected a positive finite number, got '{}'", text);
       },
       "POSITIVE");
+}
+
+// A finite number in [min, max] (CLI::Range lets NaN through: every comparison with it is false).
+inline CLI::Validator number_between(double min, double max) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double value = 0;
+        if (parse_finite_number(text, value) && value >= min && value <= max) return "";
+        return fmt::format("expected a number in [{}, {}], got '{}'", min, max, text);
+      },
+      fmt::format("NUMBER in [{}, {}]", min, max));
 }
 
 // An integer in [min, max], read exactly: a fraction or a number beyond 64 bits is refused, never rounded.

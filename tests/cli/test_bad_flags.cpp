@@ -80,3 +80,12 @@ TEST_CASE("sweep and data flags: NaN, numbers beyond 64 bits and the documented 
       {"inspect --index negative", "data inspect /tmp/never-read --index -1", {"--index: expected an integer >= 0, got '-1'"}},
   });
 }
+
+TEST_CASE("serve --timeout nan is exit 2 before any server starts") {
+  // CLI::Range(0.1, 3600) let NaN through and the server started; `timeout 10` ends it if that comes back
+  // (exit 124), so a regression fails here instead of hanging the suite.
+  const auto r = ptsim::test::run_command("timeout 10 " + std::string(PTSIM_BINARY) + " serve --port 0 --timeout nan 2>&1");
+  INFO("output: ", r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("--timeout: expected a number in [0.1, 3600], got 'nan'") != std::string::npos);
+}
