@@ -68,6 +68,9 @@ inline constexpr IntRange zero_stage{0, 3, "ZeRO's stages: 0 none, 1 optimizer s
 inline constexpr IntRange channels{0, 1'024, "NCCL uses at most 32 channels; 0 = one per NIC"};
 inline constexpr IntRange every_steps{0, int64_t{1} << 40, "0 = never; otherwise at most the steps of a run"};
 inline constexpr IntRange nodes_per_leaf{0, 100'000, "0 = one switch for all nodes; at most the node count range"};
+inline constexpr IntRange worker_threads{1, 1'024, "each sweep worker holds its own prediction cache (~2 MB); no machine has more cores"};
+inline constexpr NumberRange op_flops{0, 1e21, false, "10^9 x the largest GEMM of a GPT-3 step (~2.5e12 FLOPs)"};
+inline constexpr NumberRange op_bytes{0, 0x1p63, false, "tensor sizes are 64-bit byte counts"};
 inline constexpr NumberRange epochs{0, 1e6, true, "a million passes over a dataset is far beyond any run"};
 inline constexpr NumberRange dataset_sequences{0, 1e15, true, "10^15 sequences is far beyond any corpus"};
 inline constexpr NumberRange bucket_mib{0, 1 << 20, true, "gradient buckets up to 1 TiB"};

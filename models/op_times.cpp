@@ -46,9 +46,10 @@ MeasuredOp parse_op(const core::Json& entry, const std::string& source, size_t i
   m.op.kind = parse_kind(o.require_string("kind"), o);
   m.op.phase = parse_phase(o);
   m.op.layer = static_cast<int>(o.require_int("layer"));
-  m.op.flops = o.require_non_negative("flops");
-  m.op.bytes_read = o.require_non_negative("bytes_read");
-  m.op.bytes_written = o.require_non_negative("bytes_written");
+  // Bounded: a fit on an op of 1e308 bytes once returned absurd values without a word.
+  m.op.flops = o.require_number("flops", core::ranges::op_flops);
+  m.op.bytes_read = o.require_number("bytes_read", core::ranges::op_bytes);
+  m.op.bytes_written = o.require_number("bytes_written", core::ranges::op_bytes);
   m.op.dtype = parse_dtype(o.require_string("dtype"), o);
   const double executions = is_micro_step_phase(m.op.phase) ? static_cast<double>(micro_steps) : 1.0;
   m.seconds_per_execution = o.require_non_negative("seconds") / executions;

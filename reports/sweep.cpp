@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 #include <thread>
 #include <tuple>
 
@@ -20,6 +21,21 @@ bool is_auto_recipe_key(const std::string& key) {
   for (const auto& k : auto_recipe_keys())
     if (key == k || key.ends_with("." + k)) return true;
   return false;
+}
+
+// An axis named twice would be overwritten by the later one (its values counted, never applied), and a value
+// listed twice evaluates one configuration twice: both are errors, not silently duplicated rows.
+void check_distinct_axes(const SweepSpec& spec) {
+  std::set<std::string> keys;
+  for (const auto& axis : spec.axes) {
+    if (!keys.insert(axis.key).second)
+      throw InputError(fmt::format("--vary {}: the axis is given twice; put all its values in one --vary {}=V1,V2,… "
+                                   "(docs/sweep.md)", axis.key, axis.key));
+    std::set<std::string> values;
+    for (const auto& value : axis.values)
+      if (!values.insert(value.dump()).second)
+        throw InputError(fmt::format("--vary {}: value {} is listed twice", axis.key, value.dump()));
+  }
 }
 
 void fill_figures(ConfigResult& r, const Prediction& p, const Scenario& s) {
@@ -113,6 +129,7 @@ std::optional<double> ConfigResult::dollars(PriceBasis basis) const {
 void validate_sweep(const SweepSpec& spec, const hwprofiles::ProfileSet& profiles) {
   if (spec.axes.empty()) throw InputError("ptsim sweep: nothing to vary: give at least one --vary KEY=V1,V2 (docs/sweep.md)");
   configuration_count(spec);
+  check_distinct_axes(spec);
   for (const auto& axis : spec.axes) {
     if (spec.auto_recipe && is_auto_recipe_key(axis.key))
       throw InputError(fmt::format("--vary {}: --auto-recipe chooses micro-batch, accumulation, recomputation, tensor "

@@ -143,6 +143,8 @@ double parse_duration_seconds(const std::string& text, const std::string& what) 
   if (number.empty() || ec != std::errc() || ptr != number.data() + number.size() || !std::isfinite(value) || value <= 0)
     throw InputError(fmt::format("{} '{}': expected a positive duration such as 21d, 36h, 90min, 3600s (or seconds)",
                                  what, text));
+  if (!std::isfinite(value * scale))  // 1e306d: finite days, but no double holds the seconds
+    throw InputError(fmt::format("{} '{}': the duration in seconds does not fit a double", what, text));
   return value * scale;
 }
 
@@ -188,6 +190,8 @@ SweepSpec parse_sweep_json(const Json& json, const std::string& source) {
     } else {
       const Json& values = a.raw("values");
       if (!values.is_array() || values.empty()) a.fail("values", "a non-empty list");
+      if (values.size() > kMaxAxisValues)  // as a --vary list or range may have (docs/sweep.md)
+        a.fail("values", fmt::format("a list of at most {} values (it has {})", kMaxAxisValues, values.size()));
       axis.values.assign(values.begin(), values.end());
     }
     a.finish();

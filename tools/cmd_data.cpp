@@ -92,9 +92,9 @@ int run_data_command(int argc, char** argv) {
   bool cased = false;
   vocab_cmd->add_option("--corpus", corpus, "UTF-8 text, one sentence per line")->required();
   vocab_cmd->add_option("--vocab-size", vocab_size, "tokens in the result, specials included (at most)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(integer_in(core::ranges::vocab));
   vocab_cmd->add_option("--min-pair-count", min_pair_count, "stop merging below this pair frequency")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(integer_at_least(1));
   vocab_cmd->add_flag("--cased", cased, "keep case and accents (default: lower-case + strip accents, as uncased BERT)");
   vocab_cmd->add_option("--out", out, "vocab.txt to write")->required();
 
@@ -126,8 +126,8 @@ int run_data_command(int argc, char** argv) {
   bool no_verify = false;
   insp->add_option("dir", dir, "directory written by 'ptsim data prepare'")->required();
   insp->add_option("--vocab", inspect_vocab, "vocab to decode with (default: DIR/vocab.txt); its hash must match");
-  insp->add_option("--index", first, "first instance to decode")->capture_default_str()->check(CLI::NonNegativeNumber);
-  insp->add_option("--count", count, "how many instances to decode")->capture_default_str()->check(CLI::NonNegativeNumber);
+  insp->add_option("--index", first, "first instance to decode")->capture_default_str()->check(integer_at_least(0));
+  insp->add_option("--count", count, "how many instances to decode")->capture_default_str()->check(integer_at_least(0));
   insp->add_flag("--no-verify", no_verify, "skip the payload checksum (fast on huge datasets)");
 
   if (auto code = parse_or_exit(app, argc, argv)) return *code;

@@ -37,7 +37,7 @@ int run_serve_command(int argc, char** argv) {
   app.add_option("--host", host, "address to listen on; anything but loopback serves your network (no authentication)")
       ->capture_default_str();
   app.add_option("--timeout", timeout_seconds, "seconds one computation may take before the answer is 504")
-      ->check(CLI::Range(0.1, 3600.0))->capture_default_str();
+      ->check(number_between(0.1, 3600.0))->capture_default_str();
   app.add_option("--max-body-bytes", max_body_bytes, "largest request body accepted (413 above)")
       ->check(CLI::Range(size_t{1024}, size_t{64} << 20))->capture_default_str();
   app.add_option("--max-sweep", max_sweep, "most configurations one POST /api/sweep may ask for (400 above)")

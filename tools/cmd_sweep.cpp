@@ -127,13 +127,14 @@ int run_sweep_command(int argc, char** argv) {
   app.add_flag("--auto-recipe", f.auto_recipe, "plan each cluster: TP x PP x DP, schedule, ZeRO stage, recomputation, micro-batch (docs/planning.md)");
   app.add_option("--deadline", f.deadline, "time to train at most this (21d, 36h, 90min, seconds)");
   app.add_option("--budget-usd", f.budget_usd, "dollars at most this, on the objective's price basis (rental otherwise)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--max-gpus", f.max_gpus, "skip configurations with more GPUs")->check(CLI::PositiveNumber);
+      ->check(positive_number());
+  app.add_option("--max-gpus", f.max_gpus, "skip configurations with more GPUs")->check(integer_at_least(1));
   app.add_option("--objective", f.objective, "what the recommended plan minimises: time|rental|spot|ownership|gpu_hours (default rental)");
   app.add_option("--format", f.format, "table|json|csv")->check(CLI::IsMember({"table", "json", "csv"}));
   app.add_option("--out", f.out, "write the output to FILE (atomically) instead of stdout");
-  app.add_option("--threads", f.threads, "worker threads per process (default: all cores)")->check(CLI::PositiveNumber);
-  app.add_option("--top", f.top, "table format: configurations listed (default 40)")->check(CLI::PositiveNumber);
+  app.add_option("--threads", f.threads, "worker threads per process (default: all cores)")
+      ->check(integer_in(core::ranges::worker_threads));
+  app.add_option("--top", f.top, "table format: configurations listed (default 40)")->check(integer_at_least(1));
   app.add_flag("--progress", f.progress, "draw the progress bar even when stderr is not a terminal");
   app.add_flag("--no-progress", f.no_progress, "never draw the progress bar");
   if (auto code = parse_or_exit(app, argc, argv)) return *code;

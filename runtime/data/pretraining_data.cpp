@@ -65,15 +65,22 @@ void check_options(const PrepareOptions& o, int32_t max_predictions) {
   if (o.shard_size < 1) bad(fmt::format("--shard-size {} must be >= 1", o.shard_size));
 }
 
-// truncate_seq_pair: trim the longer side, from the front or back at random, until they fit.
+// truncate_seq_pair: trim the longer side, from the front or back at random, until they fit. The random
+// choices are BERT's one-token-at-a-time loop's; the cut fronts are erased once at the end, since erasing
+// token by token was quadratic (a 500,000-token line took 44 s to prepare, a 100 MB line hours).
 void truncate_seq_pair(std::vector<int32_t>& a, std::vector<int32_t>& b, size_t max_num_tokens, DataRng& rng) {
-  while (a.size() + b.size() > max_num_tokens) {
-    auto& trunc = a.size() > b.size() ? a : b;
+  size_t a_front = 0, a_back = a.size(), b_front = 0, b_back = b.size();
+  while ((a_back - a_front) + (b_back - b_front) > max_num_tokens) {
+    const bool trim_a = a_back - a_front > b_back - b_front;  // ties trim b, as BERT's loop
     if (rng.random() < 0.5)
-      trunc.erase(trunc.begin());
+      ++(trim_a ? a_front : b_front);
     else
-      trunc.pop_back();
+      --(trim_a ? a_back : b_back);
   }
+  a.resize(a_back);
+  a.erase(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(a_front));
+  b.resize(b_back);
+  b.erase(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(b_front));
 }
 
 void create_instances_from_document(const std::vector<Document>& all_documents, size_t document_index,

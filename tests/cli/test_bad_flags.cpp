@@ -56,3 +56,36 @@ TEST_CASE("flags that do apply are applied: --set with --node edits the scenario
   REQUIRE(r.exit_code == 0);
   CHECK(r.output.find("\"gpus\": 16") != std::string::npos);  // 2 DGX-1 × 8 V100
 }
+
+TEST_CASE("sweep and data flags: NaN, numbers beyond 64 bits and the documented ranges (tools/cli_support.hpp)") {
+  // CLI::PositiveNumber let NaN through (a "budget $nan" sweep), saturated 10^20 to INT64_MAX, and spelled
+  // DBL_MAX out in full in its message; --threads 100000 started a worker per configuration (~2 MB each).
+  check_all_refused({
+      {"--budget-usd nan", "sweep --vary cluster.nodes=1,2 --budget-usd nan",
+       {"--budget-usd: expected a positive finite number, got 'nan'"}},
+      {"--budget-usd inf", "sweep --vary cluster.nodes=1,2 --budget-usd inf", {"got 'inf'"}},
+      {"--max-gpus beyond 64 bits", "sweep --vary cluster.nodes=1,2 --max-gpus 99999999999999999999",
+       {"--max-gpus: expected an integer >= 1, got '99999999999999999999'"}},
+      {"--top zero", "sweep --vary cluster.nodes=1,2 --top 0", {"--top: expected an integer >= 1, got '0'"}},
+      {"--threads huge", "sweep --vary cluster.nodes=1,2 --threads 100000",
+       {"--threads: expected an integer in [1, 1024]", "got '100000'"}},
+      {"--vocab-size beyond the vocab range",
+       "data vocab --corpus /tmp/never-read.txt --out /tmp/never-written.txt --vocab-size 1099511627776",
+       {"--vocab-size: expected an integer in [1, 16777216]", "got '1099511627776'"}},
+      {"--vocab-size zero", "data vocab --corpus /tmp/never-read.txt --out /tmp/never-written.txt --vocab-size 0",
+       {"--vocab-size: expected an integer in [1, 16777216]", "got '0'"}},
+      {"--min-pair-count fraction",
+       "data vocab --corpus /tmp/never-read.txt --out /tmp/never-written.txt --min-pair-count 1.5",
+       {"--min-pair-count: expected an integer >= 1, got '1.5'"}},
+      {"inspect --index negative", "data inspect /tmp/never-read --index -1", {"--index: expected an integer >= 0, got '-1'"}},
+  });
+}
+
+TEST_CASE("serve --timeout nan is exit 2 before any server starts") {
+  // CLI::Range(0.1, 3600) let NaN through and the server started; `timeout 10` ends it if that comes back
+  // (exit 124), so a regression fails here instead of hanging the suite.
+  const auto r = ptsim::test::run_command("timeout 10 " + std::string(PTSIM_BINARY) + " serve --port 0 --timeout nan 2>&1");
+  INFO("output: ", r.output);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("--timeout: expected a number in [0.1, 3600], got 'nan'") != std::string::npos);
+}

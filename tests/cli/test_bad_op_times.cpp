@@ -64,6 +64,11 @@ TEST_CASE("calibrate measured: the valid file fits, and each bad variant is exit
       op_times_case("seconds_1e400", with_1e400, {"a number that does not fit a double"}),
       op_times_case("negative_seconds", changed(good, [](auto& j) { j["ops"][0]["seconds"] = -1; }),
                     {"field 'ops[0].seconds'", "non-negative"}),
+      // 1e308 bytes (or FLOPs) in one op used to fit without a word and print a 300-digit table cell.
+      op_times_case("bytes_read_1e308", changed(good, [](auto& j) { j["ops"][0]["bytes_read"] = 1e308; }),
+                    {"field 'ops[0].bytes_read'", "[0, 9.223372036854776e+18]"}),
+      op_times_case("flops_1e30", changed(good, [](auto& j) { j["ops"][0]["flops"] = 1e30; }),
+                    {"field 'ops[0].flops'", "[0, 1e+21]"}),
       op_times_case("unknown_op_id", changed(good, [](auto& j) { j["ops"][1]["id"] = 100000; }),
                     {"field 'ops[1].id'", "got 100000"}),
       op_times_case("repeated_op_id", changed(good, [](auto& j) { j["ops"][1]["id"] = 0; }),

@@ -86,6 +86,9 @@ TEST_CASE("durations and objectives") {
   CHECK_THROWS_AS(parse_duration_seconds("-3d", "--deadline"), core::InputError);
   CHECK_THROWS_AS(parse_duration_seconds("soon", "--deadline"), core::InputError);
   CHECK_THROWS_AS(parse_duration_seconds("1e400s", "--deadline"), core::InputError);
+  // 1e306 fits a double, 1e306 × 86400 s does not: refused, not an infinite deadline every plan meets.
+  CHECK_THROWS_WITH_AS(parse_duration_seconds("1e306d", "--deadline"), doctest::Contains("does not fit a double"),
+                       core::InputError);
   CHECK(parse_objective("gpu_hours", "--objective") == SweepObjective::gpu_hours);
   CHECK_THROWS_AS(parse_objective("cheap", "--objective"), core::InputError);
 }
@@ -102,6 +105,17 @@ TEST_CASE("expansion: the last axis varies fastest; the count is the product") {
   spec.axes.push_back(parse_axis("phases.0.grad_accum=1..100000"));
   spec.axes.push_back(parse_axis("phases.1.grad_accum=1..100000"));
   CHECK_THROWS_AS(configuration_count(spec), core::InputError);  // 6 × 10^10 > the 10^7 cap
+}
+
+TEST_CASE("a sweep file's values list has the --vary bound: at most kMaxAxisValues values") {
+  core::Json values = core::Json::array();
+  for (size_t i = 0; i <= kMaxAxisValues; ++i) values.push_back(i + 1);  // one more than the bound
+  const core::Json file = {{"base", "t4-academic-cluster"}, {"axes", {{{"key", "cluster.nodes"}, {"values", values}}}}};
+  CHECK_THROWS_WITH_AS(parse_sweep_json(file, "sweep.json"), doctest::Contains("at most 100000 values (it has 100001)"),
+                       core::InputError);
+  values.erase(values.end() - 1);  // exactly the bound is accepted
+  const core::Json at_bound = {{"base", "t4-academic-cluster"}, {"axes", {{{"key", "cluster.nodes"}, {"values", values}}}}};
+  CHECK(parse_sweep_json(at_bound, "sweep.json").axes.at(0).values.size() == kMaxAxisValues);
 }
 
 TEST_CASE("a swept configuration predicts what predict_scenario predicts on its own") {
@@ -183,6 +197,10 @@ TEST_CASE("validation refuses a bad axis before any work, naming it") {
   automatic.auto_recipe = true;
   fails_with(automatic, "--auto-recipe chooses");
   fails_with(t4_spec({}), "nothing to vary");
+  // The later axis used to overwrite the earlier in every configuration: 4 rows of 2 distinct clusters.
+  fails_with(t4_spec({"cluster.nodes=1,2", "cluster.nodes=3,4"}), "--vary cluster.nodes: the axis is given twice");
+  fails_with(t4_spec({"cluster.nodes=1,2,1"}), "--vary cluster.nodes: value 1 is listed twice");
+  fails_with(t4_spec({"cluster.nodes=1..4", "cluster.network=ib-edr,ib-edr"}), "value \"ib-edr\" is listed twice");
 }
 
 TEST_CASE("--auto-recipe keeps each phase's global batch and fits memory, and says why others lost") {

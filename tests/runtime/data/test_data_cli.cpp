@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <fstream>
+
 #include "data_test_support.hpp"
 #include "tests/support/run_command.hpp"
 
@@ -94,4 +96,23 @@ TEST_CASE("ptsim data: corrupt, truncated, mismatched and missing inputs exit 2 
   // Not a dataset.
   r = run_ptsim("data inspect " + q(dir / "nowhere"));
   CHECK(r.exit_code == 2);
+}
+
+TEST_CASE("ptsim data prepare: one 600,000-token line is truncated in linear time, not quadratic") {
+  // A hostile corpus: one sentence of 600,000 words. truncate_seq_pair erased its tokens one at a time from
+  // the front (quadratic): 500,000 words took 44 s on the 2-core host, so 600,000 take over a minute; the
+  // linear cut takes about 0.6 s. 20 s is far from both, so a loaded machine does not make this flaky.
+  const fs::path dir = ptsim::test::fresh_temp_dir("cli_long_line");
+  {
+    std::ofstream corpus(dir / "long.txt");
+    for (int i = 0; i < 600'000; ++i) corpus << "the ";
+    corpus << "\n";
+  }
+  auto r = run_ptsim("data vocab --corpus " + q(ptsim::test::small_corpus_path()) + " --vocab-size 300 --out " +
+                     q(dir / "vocab.txt"));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  r = ptsim::test::run_command("timeout 20 " + std::string(PTSIM_BINARY) + " data prepare --corpus " + q(dir / "long.txt") +
+                               " --vocab " + q(dir / "vocab.txt") + " --out " + q(dir / "ds") + " --seq-len 32 2>&1");
+  CHECK_MESSAGE(r.exit_code == 0, "exit ", r.exit_code, " (124: killed after 20 s): ", r.output);
+  fs::remove(dir / "long.txt");
 }
