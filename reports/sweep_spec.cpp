@@ -4,10 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <limits>
 
+#include "core/number_text.hpp"
 #include "reports/scenario.hpp"
 
 namespace ptsim::reports {
@@ -18,9 +18,7 @@ using core::Json;
 
 int64_t parse_integer(const std::string& axis, const std::string& text, const std::string& role) {
   int64_t value = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end)
+  if (!core::parse_int64(text, value))
     throw InputError(fmt::format("--vary {}: {} '{}' is not an integer (ranges are A..B, A..B+STEP or A..BxFACTOR)",
                                  axis, role, text));
   return value;
@@ -139,8 +137,7 @@ double parse_duration_seconds(const std::string& text, const std::string& what) 
       break;
     }
   double value = 0;
-  auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
-  if (number.empty() || ec != std::errc() || ptr != number.data() + number.size() || !std::isfinite(value) || value <= 0)
+  if (!core::parse_finite_number(number, value) || value <= 0)
     throw InputError(fmt::format("{} '{}': expected a positive duration such as 21d, 36h, 90min, 3600s (or seconds)",
                                  what, text));
   if (!std::isfinite(value * scale))  // 1e306d: finite days, but no double holds the seconds

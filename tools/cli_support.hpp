@@ -8,12 +8,12 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <charconv>
 #include <cmath>
 #include <optional>
 
 #include "core/checked_math.hpp"
 #include "core/error.hpp"
+#include "core/number_text.hpp"
 
 namespace ptsim::tools {
 
@@ -34,19 +34,12 @@ inline std::optional<int> parse_or_exit(CLI::App& app, int argc, char** argv) {
   return std::nullopt;
 }
 
-// The whole text as a finite double: "nan", "inf", "1e400" and trailing characters are refused.
-inline bool parse_finite_number(const std::string& text, double& value) {
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  return ec == std::errc() && ptr == end && std::isfinite(value);
-}
-
 // A finite number > 0 (a budget, a size).
 inline CLI::Validator positive_number() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
         double value = 0;
-        if (parse_finite_number(text, value) && value > 0) return "";
+        if (core::parse_finite_number(text, value) && value > 0) return "";
         return fmt::format("expected a positive finite number, got '{}'", text);
       },
       "POSITIVE");
@@ -57,7 +50,7 @@ inline CLI::Validator number_between(double min, double max) {
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         double value = 0;
-        if (parse_finite_number(text, value) && value >= min && value <= max) return "";
+        if (core::parse_finite_number(text, value) && value >= min && value <= max) return "";
         return fmt::format("expected a number in [{}, {}], got '{}'", min, max, text);
       },
       fmt::format("NUMBER in [{}, {}]", min, max));
@@ -69,9 +62,7 @@ inline CLI::Validator integer_between(int64_t min, int64_t max, std::string expe
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         int64_t value = 0;
-        const char* end = text.data() + text.size();
-        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-        if (ec == std::errc() && ptr == end && value >= min && value <= max) return "";
+        if (core::parse_int64(text, value) && value >= min && value <= max) return "";
         return fmt::format("expected {}, got '{}'", expected, text);
       },
       fmt::format("INT in [{}, {}]", min, max));
