@@ -28,7 +28,17 @@ std::vector<int64_t> chunk_layers(const ModelSpec& model, const Recipe& recipe);
 // build_task_graph and build_pipeline_graphs check first; the planner asks it about each candidate).
 void check_recipe_fits_model(const ModelSpec& model, const Recipe& recipe);
 
-// Cost fields of an op from its kind, attributes and tensors (used by the builder; exposed for tests).
+// Cost fields of an op (flops, bytes_read, bytes_written) from its kind, dtype, attributes and tensors (used by
+// the builder; exposed for tests and models/micro_batch_ops.hpp).
 void assign_op_cost(const TaskGraph& graph, Op& op);
+// The same from the sizes alone — what the cost reads of a graph besides the op: each tensor's elements and dtype
+// (by tensor id) and each parameter's elements (by index) — for a caller that knows them without the graph
+// (models/micro_batch_ops.hpp: the sizes at another micro-batch). The same sizes give the same doubles.
+struct OpCostSizes {
+  const std::vector<int64_t>& tensor_elements;
+  const std::vector<DType>& tensor_dtypes;
+  const std::vector<int64_t>& param_elements;
+};
+void assign_op_cost(const OpCostSizes& sizes, Op& op);
 
 }  // namespace ptsim::models

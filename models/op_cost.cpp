@@ -9,8 +9,26 @@
 namespace ptsim::models {
 namespace {
 
-double tensor_bytes(const TaskGraph& g, int t) { return static_cast<double>(g.tensor(t).bytes()); }
-double tensor_elements(const TaskGraph& g, int t) { return static_cast<double>(g.tensor(t).elements()); }
+// What the cost reads of the graph besides the op, from a graph or from OpCostSizes: a tensor's elements and
+// dtype, a parameter's elements.
+struct GraphSizes {
+  const TaskGraph& g;
+  int64_t elements(int t) const { return g.tensor(t).elements(); }
+  DType dtype(int t) const { return g.tensor(t).dtype; }
+  int64_t param_elements(int p) const { return g.params[static_cast<size_t>(p)].elements; }
+};
+struct GivenSizes {
+  const OpCostSizes& s;
+  int64_t elements(int t) const { return s.tensor_elements.at(static_cast<size_t>(t)); }
+  DType dtype(int t) const { return s.tensor_dtypes.at(static_cast<size_t>(t)); }
+  int64_t param_elements(int p) const { return s.param_elements.at(static_cast<size_t>(p)); }
+};
+
+// Tensor::bytes() and Tensor::elements(), as doubles.
+template <typename Sizes>
+double tensor_bytes(const Sizes& g, int t) { return static_cast<double>(g.elements(t) * dtype_bytes(g.dtype(t))); }
+template <typename Sizes>
+double tensor_elements(const Sizes& g, int t) { return static_cast<double>(g.elements(t)); }
 
 // Nominal FLOPs per output element of elementwise/normalisation ops.
 double elementwise_flops_per_element(OpKind kind) {
@@ -52,9 +70,8 @@ double causal_tile_fraction(const Op& op) {
   return (n + 1) / (2 * n);
 }
 
-}  // namespace
-
-void assign_op_cost(const TaskGraph& g, Op& op) {
+template <typename Sizes>
+void assign_cost(const Sizes& g, Op& op) {
   double read = 0, written = 0, flops = 0;
   for (int t : op.inputs) read += tensor_bytes(g, t);
   for (int t : op.outputs) written += tensor_bytes(g, t);
@@ -82,8 +99,7 @@ void assign_op_cost(const TaskGraph& g, Op& op) {
     }
     case OpKind::embedding: {
       // Only the looked-up rows of the table are read.
-      const Tensor& out = g.tensor(op.outputs[0]);
-      read = tensor_bytes(g, op.inputs[1]) + static_cast<double>(out.bytes());
+      read = tensor_bytes(g, op.inputs[1]) + tensor_bytes(g, op.outputs[0]);
       break;
     }
     case OpKind::embedding_backward: {
@@ -110,7 +126,7 @@ void assign_op_cost(const TaskGraph& g, Op& op) {
     case OpKind::rotary_embedding_backward: {
       // HF's LlamaRotaryEmbedding: cos and sin tables [S, d] in the activation dtype, read beside x.
       flops = 3 * tensor_elements(g, op.inputs[0]);
-      read += 2.0 * static_cast<double>(op.attrs.seq * op.attrs.head_dim) * static_cast<double>(dtype_bytes(g.tensor(op.inputs[0]).dtype));
+      read += 2.0 * static_cast<double>(op.attrs.seq * op.attrs.head_dim) * static_cast<double>(dtype_bytes(g.dtype(op.inputs[0])));
       break;
     }
     case OpKind::all_reduce:
@@ -152,7 +168,7 @@ void assign_op_cost(const TaskGraph& g, Op& op) {
       // ~12 FLOPs per element for Adam-style updates (moments, bias correction, sqrt, divide, decay) plus
       // 4 for the per-tensor norms of LAMB/LANS trust ratios.
       double elements = 0;
-      for (int p : op.attrs.params) elements += static_cast<double>(g.params[static_cast<size_t>(p)].elements);
+      for (int p : op.attrs.params) elements += static_cast<double>(g.param_elements(p));
       flops = 16 * elements;
       read += written;  // outputs (weights, masters, states) are read-modify-write
       break;
@@ -173,6 +189,11 @@ void assign_op_cost(const TaskGraph& g, Op& op) {
   op.bytes_read = read;
   op.bytes_written = written;
 }
+
+}  // namespace
+
+void assign_op_cost(const TaskGraph& g, Op& op) { assign_cost(GraphSizes{g}, op); }
+void assign_op_cost(const OpCostSizes& sizes, Op& op) { assign_cost(GivenSizes{sizes}, op); }
 
 int BuildContext::emit(OpKind kind, const std::string& name, Phase phase, int layer, std::vector<int> inputs,
                        std::vector<int> outputs, OpAttrs attrs) {

@@ -24,9 +24,16 @@ std::vector<int> readers_of_first_gather(const models::TaskGraph& g) {
   return {};
 }
 
+// The op's time on the GPU (compute ops) or its collective (communication ops), into the bound op `op.id`.
+void set_op_cost(BoundGraph& out, const models::Op& op, const hwprofiles::GpuProfile& gpu) {
+  BoundOp& b = out.ops[static_cast<size_t>(op.id)];
+  if (b.comm >= 0) out.comms[static_cast<size_t>(b.comm)] = op.attrs.comm;
+  else b.compute_seconds = sim::op_cost(op, gpu).seconds;
+}
+
 }  // namespace
 
-BoundGraph bound_graph(const models::TaskGraph& g, const hwprofiles::GpuProfile& gpu) {
+BoundGraph bound_structure(const models::TaskGraph& g) {
   BoundGraph out;
   out.micro_steps = g.micro_steps;
   out.ops.reserve(g.ops.size());
@@ -38,8 +45,6 @@ BoundGraph bound_graph(const models::TaskGraph& g, const hwprofiles::GpuProfile&
     if (models::is_communication(op.kind)) {
       b.comm = static_cast<int>(out.comms.size());
       out.comms.push_back(op.attrs.comm);
-    } else {
-      b.compute_seconds = sim::op_cost(op, gpu).seconds;
     }
     if (!models::is_micro_step_phase(op.phase)) {
       std::vector<int>& sources = out.sources[op.id];
@@ -49,6 +54,20 @@ BoundGraph bound_graph(const models::TaskGraph& g, const hwprofiles::GpuProfile&
     out.ops.push_back(b);
   }
   out.first_gather_readers = readers_of_first_gather(g);
+  return out;
+}
+
+BoundGraph bound_graph(const models::TaskGraph& g, const hwprofiles::GpuProfile& gpu) {
+  BoundGraph out = bound_structure(g);
+  for (const models::Op& op : g.ops) set_op_cost(out, op, gpu);
+  return out;
+}
+
+BoundGraph bound_graph(const BoundGraph& structure, const models::MicroBatchOps& ops, int64_t micro_batch,
+                       int64_t micro_steps, const hwprofiles::GpuProfile& gpu) {
+  BoundGraph out = structure;
+  out.micro_steps = micro_steps;
+  ops.for_each_op_at(micro_batch, [&](const models::Op& op) { set_op_cost(out, op, gpu); });
   return out;
 }
 

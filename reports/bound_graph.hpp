@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hwprofiles/profiles.hpp"
+#include "models/micro_batch_ops.hpp"
 #include "models/task_graph.hpp"
 
 namespace ptsim::reports {
@@ -32,6 +33,15 @@ struct BoundGraph {
 };
 
 BoundGraph bound_graph(const models::TaskGraph& graph, const hwprofiles::GpuProfile& gpu);
+
+// What does not depend on the micro-batch, the accumulation or the GPU: the ops' ids, kinds and phases, what the
+// tail waits for and the first gather's readers; each collective as at the graph's micro-batch; no op times.
+BoundGraph bound_structure(const models::TaskGraph& graph);
+// The bound graph of the recipe's graph at `micro_batch` with `micro_steps` (its accumulation), from the
+// structure of its graph at any micro-batch and its ops derived at this one (models/micro_batch_ops.hpp):
+// equal to bound_graph() of the graph built at that micro-batch (tests/reports/test_bound_derivation.cpp).
+BoundGraph bound_graph(const BoundGraph& structure, const models::MicroBatchOps& ops, int64_t micro_batch,
+                       int64_t micro_steps, const hwprofiles::GpuProfile& gpu);
 size_t approximate_bytes(const BoundGraph& bound);
 
 }  // namespace ptsim::reports

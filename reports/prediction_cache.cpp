@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "reports/cache_bytes.hpp"
 #include "sim/pipeline_step.hpp"
@@ -33,10 +35,9 @@ std::vector<models::TaskGraph> build_chunks(const models::ModelSpec& model, cons
   return out;
 }
 
-// `reference` (at micro-batch 1) and the same at micro-batch 2, built and compared: empty when either is
-// refused (the probe's own build then says why) or they are not derivable.
-std::shared_ptr<const MicroBatchMemories> derive_micro_batch_memories(const models::ModelSpec& model,
-                                                                     const models::Recipe& reference) {
+// `reference` (at micro-batch 1) and the same at micro-batch 2, built and compared: no chunks when either is
+// refused (the probe's own build then says why) or their memory is not derivable.
+std::shared_ptr<const MicroBatchDerivation> derive(const models::ModelSpec& model, const models::Recipe& reference) {
   models::Recipe two = reference;
   two.micro_batch = 2;
   std::vector<models::TaskGraph> at_one, at_two;
@@ -44,47 +45,36 @@ std::shared_ptr<const MicroBatchMemories> derive_micro_batch_memories(const mode
     at_one = build_chunks(model, reference);
     at_two = build_chunks(model, two);
   } catch (const core::InputError&) {
-    return std::make_shared<const MicroBatchMemories>();
+    return std::make_shared<const MicroBatchDerivation>();
   }
-  auto out = std::make_shared<MicroBatchMemories>();
+  auto out = std::make_shared<MicroBatchDerivation>();
   for (size_t c = 0; c < at_one.size(); ++c) {
     auto memory = models::MicroBatchMemory::from(at_one[c], at_two[c]);
-    if (!memory) return std::make_shared<const MicroBatchMemories>();
-    out->chunks.push_back(std::move(*memory));
+    if (!memory) return std::make_shared<const MicroBatchDerivation>();
+    out->chunks.push_back({std::move(*memory), models::MicroBatchOps::from(at_one[c], at_two[c]),
+                           bound_structure(at_one[c])});
   }
   return out;
 }
 
+size_t approximate_bytes(const MicroBatchDerivation& d) {
+  size_t bytes = sizeof(MicroBatchDerivation) + d.chunks.capacity() * sizeof(MicroBatchDerivation::Chunk);
+  for (const auto& c : d.chunks)
+    bytes += c.memory.approximate_bytes() + (c.ops ? c.ops->approximate_bytes() : 0) + approximate_bytes(c.bound_structure);
+  return bytes;
+}
+
 // A probe's summary from its recipe's derivation.
-std::shared_ptr<const MemorySummary> derived_memory(const MicroBatchMemories& memories, const models::Recipe& recipe) {
+std::shared_ptr<const MemorySummary> derived_memory(const MicroBatchDerivation& derivation, const models::Recipe& recipe) {
   auto summary = std::make_shared<MemorySummary>();
   if (recipe.pipeline_parallel > 1) {
     std::vector<models::MemoryPlan> plans;
-    for (const auto& chunk : memories.chunks) plans.push_back(chunk.at(recipe.micro_batch));
+    for (const auto& chunk : derivation.chunks) plans.push_back(chunk.memory.at(recipe.micro_batch));
     summary->stages = sim::plan_pipeline_memory(plans, recipe);
   } else {
-    summary->plan = memories.chunks.front().at(recipe.micro_batch);
+    summary->plan = derivation.chunks.front().memory.at(recipe.micro_batch);
   }
   return summary;
-}
-
-// The cached value under `key`, or make() — computed outside the lock, so other keys proceed in parallel —
-// inserted with the bytes `size(value)` holds.
-template <typename Value, typename Make, typename Size>
-Value find_or_make(std::mutex& mutex, BoundedCache<Value>& cache, const std::string& key, long& builds, long& hits,
-                   Make make, Size size) {
-  {
-    std::lock_guard lock(mutex);
-    if (auto found = cache.find(key)) {
-      ++hits;
-      return *found;
-    }
-  }
-  Value value = make();
-  const size_t bytes = size(value);
-  std::lock_guard lock(mutex);
-  ++builds;
-  return cache.insert(key, std::move(value), bytes);
 }
 
 // Only what differs from data + tensor parallelism, so those keys stay as they were.
@@ -113,10 +103,14 @@ std::string recipe_key(const std::string& model, const models::Recipe& r) {
          parallelism_key(r);
 }
 
+bool MicroBatchDerivation::ops_derivable() const {
+  return !chunks.empty() && std::all_of(chunks.begin(), chunks.end(), [](const Chunk& c) { return c.ops.has_value(); });
+}
+
 PredictionCache::PredictionCache(const CacheLimits& limits)
-    : graphs_(limits.graph_bytes), memory_(limits.result_bytes), micro_batch_memories_(limits.result_bytes),
+    : graphs_(limits.graph_bytes), memory_(limits.result_bytes), derivations_(limits.derivation_bytes),
       bound_graphs_(limits.bound_bytes), single_(limits.result_bytes),
-      steps_(limits.result_bytes) {}
+      steps_(limits.result_bytes), derive_op_costs_(limits.derive_op_costs) {}
 
 std::shared_ptr<const models::ModelSpec> PredictionCache::model(const std::string& name_or_path) {
   {
@@ -129,8 +123,7 @@ std::shared_ptr<const models::ModelSpec> PredictionCache::model(const std::strin
 }
 
 std::shared_ptr<const PlannedGraph> PredictionCache::graph(const models::ModelSpec& model, const models::Recipe& recipe) {
-  const GraphEntry entry = find_or_make(
-      mutex_, graphs_, graph_key(model, recipe), counts_.graph_builds, counts_.graph_hits,
+  const GraphEntry entry = graphs_.get(mutex_, graph_key(model, recipe), counts_.graph_builds, counts_.graph_hits,
       [&] {
         auto g = std::make_shared<PlannedGraph>();
         g->graph = models::build_task_graph(model, recipe);
@@ -143,8 +136,7 @@ std::shared_ptr<const PlannedGraph> PredictionCache::graph(const models::ModelSp
 
 std::shared_ptr<const PlannedPipeline> PredictionCache::pipeline(const models::ModelSpec& model,
                                                                  const models::Recipe& recipe) {
-  const GraphEntry entry = find_or_make(
-      mutex_, graphs_, "pipeline:" + graph_key(model, recipe), counts_.graph_builds, counts_.graph_hits,
+  const GraphEntry entry = graphs_.get(mutex_, "pipeline:" + graph_key(model, recipe), counts_.graph_builds, counts_.graph_hits,
       [&] {
         auto p = std::make_shared<PlannedPipeline>();
         p->chunks = models::build_pipeline_graphs(model, recipe);
@@ -161,29 +153,22 @@ std::shared_ptr<const PlannedPipeline> PredictionCache::pipeline(const models::M
   return entry.pipeline;
 }
 
-std::shared_ptr<const MicroBatchMemories> PredictionCache::micro_batch_memories(const models::ModelSpec& model,
-                                                                               const models::Recipe& recipe) {
+std::shared_ptr<const MicroBatchDerivation> PredictionCache::derivation(const models::ModelSpec& model,
+                                                                       const models::Recipe& recipe) {
   models::Recipe reference = recipe;
   reference.grad_accum = recipe.pipeline_parallel;  // any valid count: the graph does not depend on it
   reference.micro_batch = 1;
-  return find_or_make(
-      mutex_, micro_batch_memories_, graph_key(model, reference), counts_.memory_derivations,
-      counts_.memory_derivation_hits,
-      [&] { return derive_micro_batch_memories(model, reference); },
-      [](const std::shared_ptr<const MicroBatchMemories>& m) {
-        size_t bytes = sizeof(MicroBatchMemories);
-        for (const auto& c : m->chunks) bytes += c.approximate_bytes();
-        return bytes;
-      });
+  return derivations_.get(mutex_, graph_key(model, reference), counts_.memory_derivations, counts_.memory_derivation_hits,
+      [&] { return derive(model, reference); },
+      [](const std::shared_ptr<const MicroBatchDerivation>& d) { return approximate_bytes(*d); });
 }
 
 std::shared_ptr<const MemorySummary> PredictionCache::memory(const models::ModelSpec& model,
                                                              const models::Recipe& recipe) {
-  return find_or_make(
-      mutex_, memory_, graph_key(model, recipe), counts_.memory_summaries, counts_.memory_hits,
+  return memory_.get(mutex_, graph_key(model, recipe), counts_.memory_summaries, counts_.memory_hits,
       [&] {
-        const auto memories = micro_batch_memories(model, recipe);
-        if (!memories->chunks.empty()) return derived_memory(*memories, recipe);
+        const auto derived = derivation(model, recipe);
+        if (!derived->chunks.empty()) return derived_memory(*derived, recipe);
         auto summary = std::make_shared<MemorySummary>();
         if (recipe.pipeline_parallel > 1) {
           summary->stages = pipeline(model, recipe)->stages;
@@ -200,12 +185,16 @@ std::shared_ptr<const MemorySummary> PredictionCache::memory(const models::Model
 std::shared_ptr<const std::vector<BoundGraph>> PredictionCache::bound_graphs(const models::ModelSpec& model,
                                                                              const models::Recipe& recipe,
                                                                              const hwprofiles::GpuProfile& gpu) {
-  return find_or_make(
-      mutex_, bound_graphs_, graph_key(model, recipe) + "@" + gpu.name + "/" + gpu.stack, counts_.bound_graphs,
+  return bound_graphs_.get(mutex_, graph_key(model, recipe) + "@" + gpu.name + "/" + gpu.stack, counts_.bound_graphs,
       counts_.bound_graph_hits,
       [&] {
         auto out = std::make_shared<std::vector<BoundGraph>>();
-        if (recipe.pipeline_parallel > 1)
+        if (const auto derived = derive_op_costs_ ? derivation(model, recipe) : nullptr; derived && derived->ops_derivable()) {
+          for (const auto& chunk : derived->chunks)
+            out->push_back(bound_graph(chunk.bound_structure, *chunk.ops, recipe.micro_batch, recipe.grad_accum, gpu));
+          std::lock_guard lock(mutex_);
+          ++counts_.bound_graphs_derived;
+        } else if (recipe.pipeline_parallel > 1)
           for (const auto& chunk : pipeline(model, recipe)->chunks) out->push_back(bound_graph(chunk, gpu));
         else
           out->push_back(bound_graph(graph(model, recipe)->graph, gpu));
@@ -222,24 +211,21 @@ sim::SingleDevicePrediction PredictionCache::single_device(const models::ModelSp
                                                            const models::Recipe& recipe,
                                                            const hwprofiles::GpuProfile& gpu) {
   long ignored_builds = 0, ignored_hits = 0;
-  return find_or_make(
-      mutex_, single_, graph_key(model, recipe) + "@" + gpu.name + "/" + gpu.stack, ignored_builds, ignored_hits,
+  return single_.get(mutex_, graph_key(model, recipe) + "@" + gpu.name + "/" + gpu.stack, ignored_builds, ignored_hits,
       [&] { return sim::predict_single_device(graph(model, recipe)->graph, gpu); },
       [](const sim::SingleDevicePrediction& p) { return approximate_bytes(p); });
 }
 
 sim::StepSimulation PredictionCache::step(const models::ModelSpec& model, const models::Recipe& recipe,
                                           const sim::ClusterConfig& config) {
-  return find_or_make(
-      mutex_, steps_, graph_key(model, recipe) + "@" + sim::cluster_key(config), counts_.step_simulations,
+  return steps_.get(mutex_, graph_key(model, recipe) + "@" + sim::cluster_key(config), counts_.step_simulations,
       counts_.step_hits, [&] { return sim::simulate_step(graph(model, recipe)->graph, config, false, &collectives_); },
       [](const sim::StepSimulation& s) { return approximate_bytes(s); });
 }
 
 sim::StepSimulation PredictionCache::pipeline_step(const models::ModelSpec& model, const models::Recipe& recipe,
                                                    const sim::ClusterConfig& config) {
-  return find_or_make(
-      mutex_, steps_, graph_key(model, recipe) + "@" + sim::cluster_key(config), counts_.step_simulations,
+  return steps_.get(mutex_, graph_key(model, recipe) + "@" + sim::cluster_key(config), counts_.step_simulations,
       counts_.step_hits,
       [&] { return sim::simulate_pipeline_step(pipeline(model, recipe)->chunks, config, false, &collectives_); },
       [](const sim::StepSimulation& s) { return approximate_bytes(s); });

@@ -6,10 +6,15 @@
 
 #include <malloc.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "hwprofiles/profiles.hpp"
 #include "models/builder.hpp"
 #include "reports/auto_recipe.hpp"
 #include "reports/bounded_cache.hpp"
+#include "reports/once_cache.hpp"
 #include "reports/cache_bytes.hpp"
 #include "reports/prediction.hpp"
 #include "reports/prediction_cache.hpp"
@@ -95,13 +100,17 @@ TEST_CASE("a task graph's byte estimate is within 10% of what the allocator hand
 }
 
 TEST_CASE("the planner chooses the same plan under a graph budget too small to keep its graphs") {
-  // BERT-base on one node of 8 T4s (tests/reports/test_sweep.cpp plans it on two). A 4 MiB budget holds
-  // about three of its graphs (about 1 MB each); the default 1 GiB holds most of the ones it builds.
+  // BERT-base on one node of 8 T4s (tests/reports/test_sweep.cpp plans it on two). The search puts only its
+  // simulated candidates' graphs (about 1 MB each) in the cache — the probes and the bound derive theirs
+  // (docs/planning.md, "Memory") — so the tight budgets are a byte each: every map keeps its newest entry alone,
+  // evicting the rest (the graphs; the derivations and the bound's reduced graphs too).
   Scenario eight = load_scenario("t4-academic-cluster", {"cluster.nodes=1", "model=bert-base"});
   const auto globals = phase_global_batches(eight, profiles());
   PredictionCache default_budget;
   CacheLimits tight_limits;
-  tight_limits.graph_bytes = size_t{4} << 20;
+  tight_limits.graph_bytes = 1;
+  tight_limits.derivation_bytes = 1;
+  tight_limits.bound_bytes = 1;
   PredictionCache tight(tight_limits);
   const AutoRecipe a = choose_recipe(eight, globals, profiles(), default_budget);
   const AutoRecipe b = choose_recipe(eight, globals, profiles(), tight);
@@ -123,4 +132,54 @@ TEST_CASE("the planner chooses the same plan under a graph budget too small to k
   const Prediction q = predict_scenario(b.scenario, profiles(), with_tight);
   CHECK(q.time_to_train_seconds == p.time_to_train_seconds);
   CHECK(q.memory_per_gpu_bytes == p.memory_per_gpu_bytes);
+}
+
+TEST_CASE("a key asked by two threads at once is computed once; a failure reaches both and is not kept") {
+  // reports/once_cache.hpp. The first asker computes for 200 ms; the second asks meanwhile (10 ms later: far
+  // inside the computation on any machine) and must wait for that result, not compute its own.
+  std::mutex mutex;
+  OnceCache<int> cache(1024);
+  long made = 0, found = 0;
+  std::atomic<int> computations{0};
+  auto slow = [&] {
+    ++computations;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return 42;
+  };
+  auto size = [](int) { return sizeof(int); };
+  int first = 0, second = 0;
+  std::thread a([&] { first = cache.get(mutex, "k", made, found, slow, size); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::thread b([&] { second = cache.get(mutex, "k", made, found, slow, size); });
+  a.join();
+  b.join();
+  CHECK(first == 42);
+  CHECK(second == 42);
+  CHECK(computations == 1);
+  CHECK(made == 1);
+  CHECK(found == 1);
+  // A computation that throws: the waiter gets the same exception, and the key is computed again next time.
+  auto failing = [&]() -> int {
+    ++computations;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    throw core::InputError("refused");
+  };
+  int failures = 0;
+  auto ask = [&] {
+    try {
+      cache.get(mutex, "bad", made, found, failing, size);
+    } catch (const core::InputError&) {
+      std::lock_guard lock(mutex);
+      ++failures;
+    }
+  };
+  std::thread c(ask);
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::thread d(ask);
+  c.join();
+  d.join();
+  CHECK(failures == 2);
+  CHECK(computations == 2);
+  CHECK_THROWS_AS(cache.get(mutex, "bad", made, found, failing, size), core::InputError);
+  CHECK(computations == 3);
 }

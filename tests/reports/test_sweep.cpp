@@ -232,6 +232,42 @@ TEST_CASE("--auto-recipe keeps each phase's global batch and fits memory, and sa
   CHECK_THROWS_AS(choose_recipe(tiny, globals, profiles(), cache), core::InfeasibleError);
 }
 
+TEST_CASE("--auto-recipe's sweep output is the same with the bound's op costs derived or built, on 1 or 2 threads") {
+  // The bound's reduced graphs of the costed candidates are derived from two builds per layout and phase
+  // (models/micro_batch_ops.hpp), the cache computes each key once however many threads ask
+  // (reports/once_cache.hpp): neither may change a byte of the output. The reference: one thread, every
+  // reduced graph from a built graph (CacheLimits::derive_op_costs false), as before the derivation. BERT-base
+  // on one node of 8 T4s over two networks (the second finds the first's reduced graphs), cheap enough for
+  // the sanitizer run.
+  SweepSpec spec = t4_spec({"cluster.nodes=1", "cluster.network=10gbe-tcp,ib-edr"}, {"model=bert-base"});
+  spec.auto_recipe = true;
+  spec.constraints.deadline_seconds = 21 * 86400.0;
+  spec.constraints.budget_usd = 30000;
+  CacheLimits built_limits;
+  built_limits.derive_op_costs = false;
+  PredictionCache built_cache(built_limits);
+  std::vector<ConfigResult> built;
+  built.push_back(evaluate_configuration(spec, 0, profiles(), built_cache));
+  const long built_first_graphs = built_cache.counts().graph_builds;
+  built.push_back(evaluate_configuration(spec, 1, profiles(), built_cache));
+  std::vector<ConfigResult> derived = evaluate_configurations(spec, all_indices(spec), profiles(), 2);
+  REQUIRE(built.size() == 2);
+  CHECK(built_cache.counts().bound_graphs_derived == 0);
+  const SweepAnalysis built_analysis = analyse_sweep(spec, built), derived_analysis = analyse_sweep(spec, derived);
+  CHECK(sweep_to_json(spec, derived, derived_analysis).dump(1) == sweep_to_json(spec, built, built_analysis).dump(1));
+  CHECK(sweep_to_csv(spec, derived) == sweep_to_csv(spec, built));
+  CHECK(sweep_to_text(spec, derived, derived_analysis) == sweep_to_text(spec, built, built_analysis));
+  REQUIRE(built[0].feasible);
+  CHECK(built[0].recipe_notes.size() >= 4);  // the plan and its runners-up, with the bound's percentages
+  // And the derivation did the bound's work: a cache of its own plans the first configuration again.
+  PredictionCache derived_cache;
+  evaluate_configuration(spec, 0, profiles(), derived_cache);
+  CHECK(derived_cache.counts().bound_graphs_derived > 0);
+  CHECK(derived_cache.counts().graph_builds < built_first_graphs);
+  MESSAGE("graph builds for the first configuration: ", built_first_graphs, " with the bound's graphs built, ",
+          derived_cache.counts().graph_builds, " with them derived");
+}
+
 TEST_CASE("a configuration result survives the JSON round trip the MPI ranks use") {
   SweepSpec spec = t4_spec({"cluster.nodes=2", "recipe.precision=fp16,bf16"});
   auto results = evaluate_configurations(spec, all_indices(spec), profiles(), 1);
