@@ -25,6 +25,10 @@ ptsim `--precision bf16`, which on the CUDA backend today stores bf16 values in 
 (docs/cuda-backend.md): the same numerics contract, not the same math units. tf32 — torch fp32 with
 TF32 matmuls allowed; ptsim `--precision tf32` (its GEMMs on TF32 tensor cores). fp32 — both strict fp32.
 --ptsim-also PRECISION adds ptsim runs at another precision (e.g. tf32, ptsim's fastest CUDA mode today).
+--ptsim-attention (default fused,tensor-core) adds ptsim runs at --precision with `--fused-attention`: "fused"
+the fp32 fused-attention kernel (on the 16-bit operands' fp32 copies at bf16), "tensor-core" with
+`--attention-kernel tensor-core` too (the tensor-core kernels; bf16/fp16 on --backend cuda only: elsewhere the
+row is marked skipped, saying why, and the flag is never passed). They come last, after --ptsim-also's runs.
 Model FLOPs per sequence (docs/cuda-backend.md, "Benchmark"; the accounting of docs/taskgraph.md): forward +
 backward = 3 × forward (2 FLOPs per multiply-add), over the encoder only: 6·N·s for its weight matrices
 (N = L·(4h² + 2h·f): query, key, value, output and the two FFN matrices; Kaplan et al. 2020's 6·N per token)
@@ -127,9 +131,33 @@ def out_of_memory(log):
     return "out of memory" in text or "bad_alloc" in text or "outofmemory" in text
 
 
-def ptsim_run(args, seq, batch, precision, data):
-    """One `ptsim train` run; returns a result row (seq/s from the metrics JSONL)."""
-    tag = f"ptsim_{precision}_s{seq}_b{batch}"
+# The ptsim attention variants: (name in --ptsim-attention, the table's system, the extra ptsim train flags).
+ATTENTION_VARIANTS = {
+    "fused": ("ptsim fused attention", ["--fused-attention"]),
+    "tensor-core": ("ptsim tensor-core attention", ["--fused-attention", "--attention-kernel", "tensor-core"]),
+}
+
+
+def ptsim_system(attention):
+    return ATTENTION_VARIANTS[attention][0] if attention else "ptsim"
+
+
+def attention_skip_reason(args, attention, precision):
+    """Why this ptsim attention variant cannot run here (None when it can): the tensor-core kernels need the
+    CUDA backend and 16-bit storage, and `ptsim train` refuses the flag otherwise."""
+    if attention != "tensor-core":
+        return None
+    if args.ptsim_backend != "cuda":
+        return f"skipped: --attention-kernel tensor-core needs --backend cuda (this run's ptsim backend is {args.ptsim_backend})"
+    if precision not in ("bf16", "fp16"):
+        return f"skipped: --attention-kernel tensor-core needs --precision bf16 or fp16 (this run's is {precision})"
+    return None
+
+
+def ptsim_run(args, seq, batch, precision, data, attention=None):
+    """One `ptsim train` run; returns a result row (seq/s from the metrics JSONL). attention: None (the unfused
+    graph) or an ATTENTION_VARIANTS name."""
+    tag = f"ptsim_{precision}{'_' + attention if attention else ''}_s{seq}_b{batch}"
     metrics, op_times, log = (os.path.join(args.work, f"{tag}.{ext}") for ext in ("metrics.jsonl", "op_times.json", "log"))
     for p in (metrics, op_times):
         if os.path.exists(p):
@@ -137,9 +165,9 @@ def ptsim_run(args, seq, batch, precision, data):
     cmd = [args.ptsim, "train", "--backend", args.ptsim_backend, "--model", args.model, "--data", data,
            "--steps", str(args.warmup + args.steps), "--micro-batch", str(batch), "--optimizer", "adamw", "--lr", "1e-4",
            "--schedule", "constant", "--precision", precision, "--seed", "1", "--metrics", metrics, "--op-times", op_times,
-           "--quiet"]
+           "--quiet"] + (ATTENTION_VARIANTS[attention][1] if attention else [])
     rc, seconds = run(cmd, log, args.run_limit)
-    row = {"system": "ptsim", "precision": precision, "seq": seq, "batch": batch, "command": " ".join(cmd), "log": log,
+    row = {"system": ptsim_system(attention), "precision": precision, "seq": seq, "batch": batch, "command": " ".join(cmd), "log": log,
            "wall_seconds": round(seconds, 1)}
     if rc != 0:
         row.update(status="oom" if out_of_memory(log) else f"failed ({rc})")
@@ -330,10 +358,10 @@ def finish(rows, args, c, profile_path):
                 r["mfu"] = r["model_tflops"] / row_peak
     for seq in sorted({r["seq"] for r in rows}):
         best = {r["system"]: r for r in rows if r["seq"] == seq and r.get("status") == "ok" and r["precision"] == args.precision}
-        p = best.get("ptsim")
-        for other, key in (("transformers+compile", "ptsim_over_compile"), ("transformers eager", "ptsim_over_eager")):
-            if p and other in best:
-                p[key] = p["seq_per_s"] / best[other]["seq_per_s"]
+        for p in (r for system, r in best.items() if system.startswith("ptsim")):  # each attention variant too
+            for other, key in (("transformers+compile", "ptsim_over_compile"), ("transformers eager", "ptsim_over_eager")):
+                if other in best:
+                    p[key] = p["seq_per_s"] / best[other]["seq_per_s"]
     return peak, peak_key
 
 
@@ -385,6 +413,8 @@ def main():
     ap.add_argument("--configs", help="seq:batch,... (default 128:256,512:64; batch halves on out-of-memory)")
     ap.add_argument("--precision", choices=["bf16", "tf32", "fp32"], help="default bf16")
     ap.add_argument("--ptsim-also", help="more ptsim precisions to run, comma-separated (e.g. tf32)")
+    ap.add_argument("--ptsim-attention", default="fused,tensor-core",
+                    help="ptsim runs with fused attention to add last: fused, tensor-core, both (default) or ''")
     ap.add_argument("--systems", default="ptsim,eager,compile", help="which of ptsim, eager, compile to run")
     ap.add_argument("--warmup", type=int, help="untimed steps first (default 3; torch.compile 2 more)")
     ap.add_argument("--steps", type=int, help="timed steps (default 5)")
@@ -447,6 +477,11 @@ def main():
     if any(p not in ("bf16", "tf32", "fp32") for p in extra):
         print(f"bench_gpu_bert: --ptsim-also {args.ptsim_also!r}: expected bf16, tf32 or fp32", file=sys.stderr)
         return 2
+    attentions = [a for a in args.ptsim_attention.split(",") if a]
+    if any(a not in ATTENTION_VARIANTS for a in attentions):
+        print(f"bench_gpu_bert: --ptsim-attention {args.ptsim_attention!r}: expected a comma-separated subset of "
+              "fused,tensor-core (or '')", file=sys.stderr)
+        return 2
     name = device_name(args.device)
     args.profile = args.profile or default_profile(name)
     profile_path = os.path.join(ROOT, "hwprofiles", "gpus", f"{args.profile}.json")
@@ -460,28 +495,36 @@ def main():
 
     # The runs, most valuable first, so that a --budget-seconds cut drops the least useful: ptsim and eager
     # at every length (both ratios' common part), then torch.compile (the slowest to start; the issue's
-    # target ratio), then ptsim's extra precisions.
+    # target ratio), then ptsim's extra precisions, then ptsim's fused-attention variants (fp32 kernel, then the
+    # tensor-core kernels: unverified on a GPU, so the least certain to tell anything).
     plan = []
     for seq, batch in configs:
-        plan += [(seq, batch, "ptsim", args.precision)] if "ptsim" in systems else []
-        plan += [(seq, batch, "eager", args.precision)] if "eager" in systems else []
-    plan += [(seq, batch, "compile", args.precision) for seq, batch in configs if "compile" in systems]
-    plan += [(seq, batch, "ptsim", p) for p in extra if p != args.precision and "ptsim" in systems for seq, batch in configs]
+        plan += [(seq, batch, "ptsim", args.precision, None)] if "ptsim" in systems else []
+        plan += [(seq, batch, "eager", args.precision, None)] if "eager" in systems else []
+    plan += [(seq, batch, "compile", args.precision, None) for seq, batch in configs if "compile" in systems]
+    plan += [(seq, batch, "ptsim", p, None) for p in extra if p != args.precision and "ptsim" in systems for seq, batch in configs]
+    plan += [(seq, batch, "ptsim", args.precision, a) for a in attentions if "ptsim" in systems for seq, batch in configs]
     deadline = time.time() + args.budget_seconds
     rows, datasets = [], {}
-    for seq, batch, kind, precision in plan:
+    for seq, batch, kind, precision, attention in plan:
+        why_not = attention_skip_reason(args, attention, precision)
+        if why_not:
+            rows.append({"system": ptsim_system(attention), "precision": precision, "seq": seq, "batch": batch,
+                         "status": why_not})
+            print(f"bench_gpu_bert: {ptsim_system(attention)} {precision} seq {seq}: {why_not}", flush=True)
+            continue
         if seq not in datasets:
             datasets[seq] = prepare_data(args, seq)
         data, vocab, manifest = datasets[seq]
         predictions = int(manifest.get("max_predictions", max(1, round(seq * 0.15))))
         left = deadline - time.time()
         if left < 30:
-            rows.append({"system": "ptsim" if kind == "ptsim" else f"transformers {kind}".replace(" compile", "+compile"),
+            rows.append({"system": ptsim_system(attention) if kind == "ptsim" else f"transformers {kind}".replace(" compile", "+compile"),
                          "precision": precision, "seq": seq, "batch": batch, "status": "skipped: --budget-seconds spent"})
             continue
         args.run_limit = min(args.run_timeout, left)
         if kind == "ptsim":
-            row = with_batch_fallback(lambda b: ptsim_run(args, seq, b, precision, data), batch, args.min_batch)
+            row = with_batch_fallback(lambda b: ptsim_run(args, seq, b, precision, data, attention), batch, args.min_batch)
         else:
             row = with_batch_fallback(lambda b: torch_run(args, seq, b, kind == "compile", vocab, predictions), batch, args.min_batch)
         rows.append(row)
@@ -489,7 +532,7 @@ def main():
               f"({row.get('wall_seconds', 0)} s)", flush=True)
     vocab = datasets[configs[0][0]][1] if datasets else None
     peak, peak_key = finish(rows, args, c, profile_path)
-    measured = [r for r in rows if r["system"] == "ptsim" and r.get("status") == "ok"]
+    measured = [r for r in rows if r["system"].startswith("ptsim") and r.get("status") == "ok"]
     calibration = {"status": "skipped: no ptsim run succeeded"}
     for r in measured:  # the first run whose op times the profile can fit (e.g. a CPU profile has no bf16)
         calibration = dict(calibrate(args, r["op_times"]), op_times=r["op_times"])

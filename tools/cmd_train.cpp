@@ -53,6 +53,25 @@ runtime::BackendKind parse_backend(const std::string& name) {
   return kind;
 }
 
+// --attention-kernel: the named kernel, checked against the flags it needs (runtime::validate_attention_kernel);
+// not given, runtime::kDefaultAttentionKernel where it applies (cuda, fused, 16-bit), else fp32.
+runtime::AttentionKernel attention_kernel_of(const std::string& name, runtime::BackendKind backend, bool fused,
+                                             models::Precision precision) {
+  if (name.empty()) {
+    const runtime::AttentionKernel preferred = runtime::kDefaultAttentionKernel;
+    const bool applies = backend == runtime::BackendKind::cuda && fused &&
+                         (precision == models::Precision::bf16 || precision == models::Precision::fp16);
+    return applies ? preferred : runtime::AttentionKernel::fp32;
+  }
+  const runtime::AttentionKernel kernel = runtime::parse_attention_kernel(name, "ptsim train: --attention-kernel");
+  if (!fused)
+    throw core::InputError(fmt::format("ptsim train: --attention-kernel {} chooses the kernel of the fused attention: "
+                                       "it needs --fused-attention (given no --fused-attention)",
+                                       name));
+  runtime::validate_attention_kernel(kernel, backend, fused, precision);
+  return kernel;
+}
+
 // Threads per rank when --threads is 0 and several ranks share the machine: split the cores between them.
 int default_threads(int world) {
   if (world <= 1) return 0;
@@ -114,6 +133,7 @@ int run_train_command(int argc, char** argv) {
   std::string precision = "fp32";
   std::string schedule = "poly";
   std::string comm_name = "auto";
+  std::string attention_kernel;  // empty: runtime::kDefaultAttentionKernel where it applies
   bool no_dropout = false, no_clipping = false, no_shuffle = false, quiet = false, no_comm_overlap = false;
   app.add_option("--backend", backend, "cpu | cuda (cuda: builds with the CUDA backend only)")->capture_default_str();
   app.add_option("--comm", comm_name,
@@ -159,6 +179,9 @@ int run_train_command(int argc, char** argv) {
   app.add_flag("--no-clipping", no_clipping, "no global-norm gradient clipping");
   app.add_flag("--fused-attention", c.fused_attention,
                "attention as one fused kernel per layer (online softmax, no S×S scores kept; docs/executor.md)");
+  app.add_option("--attention-kernel", attention_kernel,
+                 "fp32 | tensor-core: the fused attention's kernel on --backend cuda at --precision bf16/fp16 "
+                 "(tensor-core: not yet verified on a GPU; default fp32; docs/cuda-backend.md)");
   app.add_option("--bucket-mib", c.bucket_mib, "data parallel: gradient all-reduce bucket size in MiB")
       ->capture_default_str();
   app.add_flag("--no-comm-overlap", no_comm_overlap,
@@ -168,9 +191,13 @@ int run_train_command(int argc, char** argv) {
   app.add_flag("--quiet", quiet, "no progress lines");
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
 
+  c.precision = models::parse_precision(precision, "ptsim train: --precision");
+  // --attention-kernel depends on the flags alone: checked before --backend cuda looks for a GPU.
+  c.attention_kernel = attention_kernel_of(attention_kernel,
+                                           runtime::parse_backend_kind(backend, "ptsim train: --backend"),
+                                           c.fused_attention, c.precision);
   c.backend = parse_backend(backend);
   c.optimizer = models::parse_optimizer(optimizer, "--optimizer");
-  c.precision = models::parse_precision(precision, "ptsim train: --precision");
   // tf32 runs on the CUDA backend (the graph's GEMMs on TF32 tensor cores, docs/cuda-backend.md); fp8 nowhere yet.
   if ((c.precision == models::Precision::tf32 && c.backend != runtime::BackendKind::cuda) ||
       c.precision == models::Precision::fp8)

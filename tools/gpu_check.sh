@@ -32,7 +32,8 @@
 #        budgets in seconds: BUILD_BUDGET_S (200) SMOKE_BUDGET_S (45) SUITE_BUDGET_S (180) SANITIZER_BUDGET_S
 #          (90) HF_BUDGET_S (60) BENCH_BUDGET_S (120); per gpu test: TEST_BUDGET_S (120),
 #          TEST_BUDGET_<test name>; SUITE_JOBS (4); RACECHECK_CASE ("S=130 d=64 padded causal dropout")
-#        BENCH_CONFIGS (128:256,512:64), BENCH_PRECISION (bf16 on sm_80+, else fp32)
+#        BENCH_CONFIGS (128:256,512:64), BENCH_PRECISION (bf16 on sm_80+, else fp32), BENCH_ATTENTION
+#          (fused,tensor-core: ptsim's fused-attention runs, after the others; '' for none)
 # Exit: 0 no stage failed and all ran; 1 a stage or test failed or timed out, or the deadline left some unrun
 #   (INCOMPLETE); 2 no GPU / no nvcc / a reused build dir that cannot run here.
 # NOT YET RUN ON A GPU: written and shellchecked on a machine without one (docs/cuda-backend.md).
@@ -323,15 +324,21 @@ elif [ "$bench_budget" -lt 40 ]; then record bench skipped 0 "the deadline is ${
 else
   run_stage bench "$bench_budget" "$python" tools/bench_gpu_bert.py --ptsim "$build/tools/ptsim" --work "$build/bench" \
     --configs "$bench_configs" --systems "$bench_systems" --precision "$bench_precision" --ptsim-also tf32 \
+    --ptsim-attention "${BENCH_ATTENTION-fused,tensor-core}" \
     --budget-seconds $((bench_budget - 20)) --out-json "$logs/bench.json" --out-md "$logs/bench.md"
   key="$("$python" - "$logs/bench.json" <<'PY' 2>/dev/null || true
 import json, sys
 doc = json.load(open(sys.argv[1]))
 parts = []
-for r in doc["rows"]:
-    if r["system"] == "ptsim" and r.get("status") == "ok":
+for r in doc["rows"]:  # ptsim, and its fused-attention variants (fp32 kernel, tensor-core kernels)
+    if not r["system"].startswith("ptsim"):
+        continue
+    name = r["system"].replace("ptsim fused attention", "ptsim fused-attn").replace("ptsim tensor-core attention", "ptsim tc-attn")
+    if r.get("status") == "ok":
         ratio = f", {r['ptsim_over_compile']:.2f}x compile" if "ptsim_over_compile" in r else ""
-        parts.append(f"ptsim {r['precision']} s{r['seq']} {r['seq_per_s']:.0f} seq/s{ratio}")
+        parts.append(f"{name} {r['precision']} s{r['seq']} {r['seq_per_s']:.0f} seq/s{ratio}")
+    elif r["system"] != "ptsim":
+        parts.append(f"{name} {r['precision']} s{r['seq']} {r['status'].split(':')[0]}")
 parts.append("calibrate " + doc["calibration"]["status"])
 print("; ".join(parts))
 PY

@@ -177,8 +177,10 @@ class Backend {
 // (0 or 1: the calling thread only).
 std::unique_ptr<Backend> make_cpu_backend(ComputeType compute, int threads = 1);
 
-// The factory: the backend `kind` computing in `compute`. Throws core::InputError when this build does
-// not have it (backend_available), saying so.
-std::unique_ptr<Backend> make_backend(BackendKind kind, ComputeType compute, int threads);
+// The factory: the backend `kind` computing in `compute`, set up as `options` says. Throws core::InputError
+// when this build does not have it (backend_available), saying so, and for an option the backend does not have
+// (options.attention tensor_core on the CPU backend).
+std::unique_ptr<Backend> make_backend(BackendKind kind, ComputeType compute, int threads,
+                                      const BackendOptions& options = {});
 
 }  // namespace ptsim::runtime

@@ -30,6 +30,14 @@ BackendKind parse_backend_kind(std::string_view name, std::string_view what) {
   throw core::InputError(fmt::format("{} '{}' is unknown (expected cpu | cuda)", what, name));
 }
 
+const char* to_string(AttentionKernel kernel) { return kernel == AttentionKernel::tensor_core ? "tensor-core" : "fp32"; }
+
+AttentionKernel parse_attention_kernel(std::string_view name, std::string_view what) {
+  if (name == "fp32") return AttentionKernel::fp32;
+  if (name == "tensor-core") return AttentionKernel::tensor_core;
+  throw core::InputError(fmt::format("{} '{}' is unknown (expected fp32 | tensor-core)", what, name));
+}
+
 bool backend_available(BackendKind kind) {
 #ifdef PTSIM_HAVE_CUDA
   if (kind == BackendKind::cuda) return true;  // built; make_backend says if no device is present
@@ -48,13 +56,17 @@ std::optional<BackendMemory> backend_device_memory(BackendKind kind) {
   return std::nullopt;
 }
 
-std::unique_ptr<Backend> make_backend(BackendKind kind, ComputeType compute, int threads) {
+std::unique_ptr<Backend> make_backend(BackendKind kind, ComputeType compute, int threads, const BackendOptions& options) {
   if (!backend_available(kind))
     throw core::InputError(fmt::format("backend '{}': this ptsim was built without the {} backend (use cpu)",
                                        to_string(kind), to_string(kind)));
 #ifdef PTSIM_HAVE_CUDA
-  if (kind == BackendKind::cuda) return make_cuda_backend(compute);
+  if (kind == BackendKind::cuda) return make_cuda_backend(compute, options);
 #endif
+  if (options.attention != AttentionKernel::fp32)
+    throw core::InputError(fmt::format("backend 'cpu': the attention kernel '{}' is the CUDA backend's (the cpu "
+                                       "backend's fused attention computes in fp32 only)",
+                                       to_string(options.attention)));
   return make_cpu_backend(compute, threads);
 }
 

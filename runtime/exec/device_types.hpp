@@ -28,6 +28,28 @@ const char* to_string(BackendKind kind);
 BackendKind parse_backend_kind(std::string_view name, std::string_view what = "--backend");
 // Whether this build has the backend (cpu always; cuda only when built with it).
 bool backend_available(BackendKind kind);
+
+// The kernel the CUDA backend runs a bf16/fp16 graph's fused attention ops on (ptsim train
+// --attention-kernel; docs/cuda-backend.md, "The tensor-core kernel", "When it runs"). fp32 (the default): the
+// fp32 kernel on the op boundary's fp32 copies (fused_attention.cu), as every backend does. tensor_core: the
+// tensor-core kernels on the 16-bit q, k, v as stored (fused_attention_tc.cu; not yet run on a GPU), for the
+// ops cuda::fused_attention_runs_natively accepts; the others keep the fp32 kernel.
+enum class AttentionKernel { fp32, tensor_core };
+// The kernel where nothing chose one. fp32 until the tensor-core kernels have passed on a GPU
+// (runtime_attention_tc_gpu); making tensor_core the default is this one line (ptsim train then takes it
+// wherever it applies: --backend cuda, --fused-attention, --precision bf16 or fp16).
+inline constexpr AttentionKernel kDefaultAttentionKernel = AttentionKernel::fp32;
+const char* to_string(AttentionKernel kernel);  // "fp32" | "tensor-core"
+// "fp32" | "tensor-core"; throws core::InputError naming `what` (the flag) and the accepted names otherwise.
+AttentionKernel parse_attention_kernel(std::string_view name, std::string_view what = "--attention-kernel");
+
+// How make_backend sets up a backend beyond its kind and compute type. A setting the backend does not have
+// (the tensor-core attention on the CPU backend) is a core::InputError there, not ignored.
+// attention stays fp32 here whatever kDefaultAttentionKernel says, so a caller that asks for nothing (the
+// tests' backends, the CPU backend) gets the kernel every backend has; ptsim train resolves the default itself.
+struct BackendOptions {
+  AttentionKernel attention = AttentionKernel::fp32;
+};
 // Whether the backend `kind` (computing in f32) stores f16/bf16 tensors as 16 bits (Backend::stores_16bit):
 // what the trainer plans memory for before the backend exists. cpu and cuda: true (both convert at the op
 // boundary, op_boundary_plan.hpp).

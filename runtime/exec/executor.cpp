@@ -204,7 +204,8 @@ struct Executor::Impl {
     scalar_bytes = options.compute == ComputeType::f64 ? sizeof(double) : sizeof(float);
     offset_scale = static_cast<int64_t>(scalar_bytes / sizeof(float));
     backend = given ? std::move(given)
-                    : make_backend(options.backend, options.compute, cpu::vector_pass_threads(options.threads));
+                    : make_backend(options.backend, options.compute, cpu::vector_pass_threads(options.threads),
+                                   options.backend_options);
     if (backend->compute() != options.compute)
       throw std::invalid_argument(fmt::format("Executor: the {} backend computes in {}, the options ask for {}",
                                               backend->name(), f64_or_f32(backend->compute()), f64_or_f32(options.compute)));

@@ -29,6 +29,7 @@ class Backend;       // runtime/exec/backend.hpp
 
 struct ExecutorOptions {
   BackendKind backend = BackendKind::cpu;  // made once, by make_backend (backend.hpp)
+  BackendOptions backend_options;           // what make_backend is given (the attention kernel)
   ComputeType compute = ComputeType::f32;
   uint64_t seed = 1234;        // dropout streams: hash(seed, step, micro_step, op.attrs.rng_stream)
   bool time_ops = true;        // measure every op's wall time

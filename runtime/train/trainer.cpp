@@ -102,8 +102,29 @@ int find_tensor(const models::TaskGraph& g, const std::string& name) {
   return -1;
 }
 
+}  // namespace
+
+void validate_attention_kernel(AttentionKernel kernel, BackendKind backend, bool fused_attention,
+                               models::Precision precision) {
+  if (kernel != AttentionKernel::tensor_core) return;
+  auto fail = [](const std::string& needs, const std::string& given) {
+    throw InputError(fmt::format("ptsim train: --attention-kernel tensor-core {} (given {})", needs, given));
+  };
+  if (backend != BackendKind::cuda)
+    fail("runs the CUDA backend's tensor-core kernels: it needs --backend cuda", fmt::format("--backend {}", to_string(backend)));
+  if (!fused_attention)
+    fail("chooses the kernel of the fused attention: it needs --fused-attention",
+         "no --fused-attention: the unfused graph's attention is GEMMs and a softmax");
+  if (precision != models::Precision::bf16 && precision != models::Precision::fp16)
+    fail("runs on 16-bit q, k and v: it needs --precision bf16 or fp16",
+         fmt::format("--precision {}", models::to_string(precision)));
+}
+
+namespace {
+
 void validate_config(const TrainConfig& c) {
   auto fail = [](const std::string& msg) { throw InputError("ptsim train: " + msg); };
+  validate_attention_kernel(c.attention_kernel, c.backend, c.fused_attention, c.precision);
   if (c.data_dir.empty()) fail("--data DIR is required (a directory written by 'ptsim data prepare')");
   // Sizes: the ranges of docs/input-ranges.md, so step × batch counters cannot wrap.
   core::check_range(c.steps, core::ranges::steps, "ptsim train: --steps");
@@ -370,6 +391,7 @@ class Trainer {
     eo.time_ops = true;
     eo.threads = c_.threads;
     eo.backend = c_.backend;
+    eo.backend_options.attention = c_.attention_kernel;
     eo.overlap_comm = c_.comm_overlap;
     // One rank alone may stop between ops; with several, a rank leaving mid-step would leave the others
     // waiting in the gradient all-reduce, so they agree at the step boundary instead (the loop's all-reduce).
@@ -654,6 +676,17 @@ class Trainer {
                        s.growth_interval);
   }
 
+  // The fused attention's kernel, for the header (what the benchmark's logs show of a run).
+  std::string attention_description() const {
+    const bool sixteen = c_.precision == models::Precision::bf16 || c_.precision == models::Precision::fp16;
+    if (c_.attention_kernel == AttentionKernel::tensor_core)
+      return fmt::format("tensor-core kernels on {} q, k, v (--attention-kernel tensor-core; not yet verified on a GPU)",
+                         models::to_string(c_.precision));
+    if (c_.backend == BackendKind::cuda && sixteen)
+      return "fp32 kernel on the 16-bit operands' fp32 copies (--attention-kernel fp32)";
+    return "fp32 kernel";
+  }
+
   // The device the run computes on, for the header and the op-times file: a GPU backend's "GPU <n> (<name>)"
   // (a GPU run's times were measured on the GPU, not the host's CPU), else the CPU and its threads.
   std::string device_description() const {
@@ -677,6 +710,7 @@ class Trainer {
                c_.micro_batch * c_.grad_accum * world_, models::to_string(c_.optimizer), c_.lr, to_string(c_.schedule),
                c_.warmup, c_.steps, c_.dropout ? "on" : "off", c_.seed, precision_description(), to_string(c_.backend),
                device_description());
+    if (c_.fused_attention) fmt::print(progress_, "  attention fused: {}\n", attention_description());
     std::fflush(progress_);
   }
 

@@ -37,6 +37,9 @@ struct TrainConfig {
   LrScheduleKind schedule = LrScheduleKind::poly_warmup;
   bool dropout = true;                  // false: graph built without dropout ops (DP equality tests)
   bool fused_attention = false;         // the graph's attention as one fused_attention op (recipe.fused_attention)
+  // The CUDA backend's kernel for those ops (BackendOptions::attention): tensor_core needs backend cuda,
+  // fused_attention and a bf16/fp16 precision (run_training refuses it otherwise).
+  AttentionKernel attention_kernel = AttentionKernel::fp32;
   // The fused dropout ops (recipe.fused_softmax_dropout / fused_bias_dropout_residual; docs/executor.md,
   // "Fused dropout ops"): the same masks as the unfused graph, fewer passes.
   bool fused_softmax_dropout = false;
@@ -75,6 +78,12 @@ core::Json hf_bert_config(const models::ModelSpec& model);
 // `end_of_text_id`, the vocab's [SEP] that ends each text of the token stream (transformers would otherwise
 // assume GPT-2's 50256, outside a WordPiece vocabulary).
 core::Json hf_gpt2_config(const models::ModelSpec& model, int32_t end_of_text_id);
+
+// Refuses an attention kernel the run cannot use (core::InputError naming --attention-kernel, what it needs
+// and what was given): tensor_core needs backend cuda, fused_attention and precision bf16 or fp16. run_training
+// checks it; ptsim train also checks it before looking for a GPU, so the answer does not depend on the machine.
+void validate_attention_kernel(AttentionKernel kernel, BackendKind backend, bool fused_attention,
+                               models::Precision precision);
 
 // Runs the loop. `progress` receives the progress lines (rank 0; null: silent). Throws core::InputError
 // for bad input (data directory, model, flags that do not fit, a checkpoint that does not match the run).

@@ -42,10 +42,12 @@ struct StepBounds {
   // change in the 16-bit paths fails; where it comes from is said where it is set.
   double step1_grad_norm_measured = 0;
 };
-inline StepBounds step_bounds(const TinySetup& s, const std::string& precision) {
+// fused_attention: the graph of `--fused-attention` (each fused op counted as the unfused chain it replaces).
+inline StepBounds step_bounds(const TinySetup& s, const std::string& precision, bool fused_attention = false) {
   steps::ModelCase c{s.model, ptsim::models::load_model(s.model), kMicroBatch, kSeqLen};
   c.spec.vocab_size = s.vocab_size;
   c.dropout = true;
+  c.fused_attention = fused_attention;
   const auto p = ptsim::models::parse_precision(precision, "precision");
   const auto g = ptsim::models::build_task_graph(c.spec, steps::recipe(c, p, ptsim::models::OptimizerKind::lamb));
   const steps::Bounds b = steps::rounding_bounds(g, c, p);

@@ -2,7 +2,7 @@
 // memory is host memory (256-byte aligned, as cudaMalloc's), every stream is the host thread (work runs when
 // it is enqueued, so synchronising is a no-op), an event records the host clock when recorded. The one
 // exception: a stream the NCCL shim stalled (a hung all-reduce, cuda_emu::stall_stream) never completes
-// until released, and a host wait on it blocks for good. The device
+// until released, and a host wait on it (cudaDeviceSynchronize: on any live stream) blocks for good. The device
 // reports itself as one sm_80 GPU (A100's limits) so the backend's arch checks take their sm_80 paths;
 // PTSIM_EMU_CUDA_DEVICES=N makes it N identical ones (all the same host memory), so N emulated NCCL ranks on one
 // node each find a device of their own (docs/cuda-emulation.md, "The NCCL shim").
@@ -137,12 +137,17 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   return cudaSuccess;
 }
 
+namespace {
+std::vector<CUstream_st*> live_streams;  // created and not destroyed: what cudaDeviceSynchronize waits for
+}  // namespace
 cudaError_t cudaStreamCreate(cudaStream_t* stream) {
   *stream = new CUstream_st;
+  live_streams.push_back(*stream);
   return cudaSuccess;
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) { return cudaStreamCreate(stream); }
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  std::erase(live_streams, stream);
   delete stream;
   return cudaSuccess;
 }
@@ -189,7 +194,12 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
   *ms = std::chrono::duration<float, std::milli>(end->recorded - start->recorded).count();
   return cudaSuccess;
 }
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+// Waits for every stream of the device (CUDA Runtime API: "blocks until the device has completed all preceding
+// requested tasks"): behind a stalled one, for good, as on a GPU.
+cudaError_t cudaDeviceSynchronize() {
+  for (CUstream_st* stream : live_streams) hang_if_stalled(stream->stalls, "cudaDeviceSynchronize");
+  return cudaSuccess;
+}
 
 cudaError_t cudaGetDevice(int* device) {
   *device = current_device;

@@ -3,13 +3,19 @@
 // backend: setup with the non-blocking config and its polling, host and backend-span all-reduces (f32, f16,
 // bf16: one rank returns its input, to the bit), the refusals, and the failure paths — an injected async error
 // and a hang with a short timeout each throw CommFailure naming the cause within the deadline, and the
-// aborted communicator then refuses work and is destroyed without hanging. Two ranks: nccl_emulated_mpi_check.cpp.
+// aborted communicator then refuses work and is destroyed without hanging; every host wait of the backend behind a
+// hung all-reduce (a copy to host, the optimizer's cache drain, the 16-bit boundary's scratch growth, its
+// destructor) ends at the deadline. Two ranks: nccl_emulated_mpi_check.cpp.
 #include <cuda_runtime_api.h>  // the emulator's: cuda_emu::live_events
 #include <doctest/doctest.h>
 
+#include <unistd.h>  // dup, dup2: stderr_of
+
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,6 +23,8 @@
 #include "runtime/comm/nccl_communicator.hpp"
 #include "runtime/exec/backend.hpp"
 #include "runtime/exec/cuda/cuda_backend.hpp"
+#include "runtime/optim/optimizer_math.hpp"  // defines: Hyperparameters
+#include "runtime/optim/step_scalars.hpp"
 #include "nccl_emulated_state.hpp"
 #include "nccl_emulated_test_support.hpp"
 
@@ -209,4 +217,168 @@ TEST_CASE("NcclCommunicator (emulated): a setup the shim refuses is a CommFailur
   // Refused through the cross-rank gather (so every rank refuses it): a non-blocking init's poll reports it.
   CHECK(what.find("ncclCommInitRankConfig (rank 0 of 1, device 0) failed: invalid argument: "
                   "PTSIM_EMU_NCCL_FAULT='sometimes'") != std::string::npos);
+}
+
+// The backend's remaining host waits (docs/nccl.md, "Host waits behind a collective"): each one behind the
+// compute stream stuck on a hung all-reduce (set up as in the case above) ends at the deadline through the
+// communicator's guard, or does not wait at all. The deadline counts from the all-reduce's enqueue; `start` is
+// taken before it, so ≥ 0.2 s is strict; < 5 s as above (polls every 50 µs).
+namespace {
+
+// The compute stream waits behind `nccl`'s hung (FaultScope "hang:0:1") all-reduce of `span` on a new stream.
+void stall_compute_behind_hung_all_reduce(NcclCommunicator& nccl, runtime::Backend& backend,
+                                          const runtime::DeviceSpan& span) {
+  const runtime::Stream comm_stream = backend.create_stream();
+  const runtime::Event reduced = backend.create_event();
+  nccl.all_reduce_sum(backend, span, models::DType::f32, comm_stream);
+  backend.record(reduced, comm_stream);
+  backend.wait(runtime::Stream{}, reduced);
+}
+
+// One SGD tensor of one fp32 element per list, at element `i` of each buffer: a list the optimizer has not seen.
+runtime::OptimizerTensor sgd_tensor(const runtime::DeviceBuffer& weights, const runtime::DeviceBuffer& grads,
+                                    const runtime::DeviceBuffer& momenta, size_t i) {
+  runtime::OptimizerTensor t;
+  t.weight = runtime::DeviceSpan::of(weights).sub(4 * i, 4);
+  t.grad = runtime::DeviceSpan::of(grads).sub(4 * i, 4);
+  t.state[0] = runtime::DeviceSpan::of(momenta).sub(4 * i, 4);
+  return t;
+}
+
+// What `f` writes to stderr (file descriptor 2), e.g. a destructor's warning.
+template <class F>
+std::string stderr_of(F&& f) {
+  std::fflush(stderr);
+  std::FILE* capture = std::tmpfile();
+  REQUIRE(capture != nullptr);
+  const int saved = ::dup(2);
+  ::dup2(::fileno(capture), 2);
+  f();
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  std::string text;
+  std::rewind(capture);
+  for (int c; (c = std::fgetc(capture)) != EOF;) text.push_back(static_cast<char>(c));
+  std::fclose(capture);
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("NcclCommunicator (emulated): the optimizer's table cache drain behind a hung all-reduce ends at the deadline") {
+  FaultScope fault("hang:0:1");
+  auto nccl = std::make_unique<NcclCommunicator>(one_rank(std::chrono::milliseconds(200)));
+  auto backend = runtime::make_cuda_backend(runtime::ComputeType::f32);
+  constexpr size_t kLists = 1025;  // MultiTensorOptimizer::kMaxLists (1024) + 1: the last one drains the cache
+  const runtime::DeviceBuffer weights = backend->allocate(4 * kLists), grads = backend->allocate(4 * kLists),
+                              momenta = backend->allocate(4 * kLists);
+  const auto scalars = runtime::DeviceSpan::of(backend->allocate(sizeof(runtime::optim_math::StepScalars)));
+  runtime::optim_math::StepScalars skip;
+  skip.skip = 1;  // the passes change nothing: only the tables matter here
+  backend->copy_to_device(scalars, &skip);
+  runtime::optim_math::Hyperparameters sgd;
+  sgd.rule = runtime::optim_math::Rule::sgd;
+  for (size_t i = 0; i + 1 < kLists; ++i) {  // healthy: fills the cache, nothing waits
+    const runtime::OptimizerTensor t = sgd_tensor(weights, grads, momenta, i);
+    backend->optimizer_step(sgd, scalars, std::span(&t, 1));
+  }
+  const auto span = runtime::DeviceSpan::of(backend->allocate(64));
+  const auto start = std::chrono::steady_clock::now();
+  stall_compute_behind_hung_all_reduce(*nccl, *backend, span);
+  const runtime::OptimizerTensor last = sgd_tensor(weights, grads, momenta, kLists - 1);
+  const std::string what = comm_failure_of([&] { backend->optimizer_step(sgd, scalars, std::span(&last, 1)); });
+  const double took = seconds_since(start);
+  CHECK(took >= 0.2);
+  CHECK(took < 5.0);
+  CHECK(what.find("ncclAllReduce #1 (64 bytes of f32), which the optimizer's stream (table cache drain) waits "
+                  "behind, did not finish within 0.200 s") != std::string::npos);
+  CHECK_NOTHROW(backend->optimizer_step(sgd, scalars, std::span(&last, 1)));  // the abort released the stream
+  nccl.reset();
+}
+
+TEST_CASE("NcclCommunicator (emulated): the 16-bit op boundary's first scratch waits for nothing; its growth behind a "
+          "hung all-reduce ends at the deadline") {
+  FaultScope fault("hang:0:1");
+  ::setenv("PTSIM_CUDA_NATIVE_16BIT", "0", 1);  // every non-GEMM op through the boundary (native_16bit_switch.hpp)
+  auto backend = runtime::make_cuda_backend(runtime::ComputeType::f32);
+  ::unsetenv("PTSIM_CUDA_NATIVE_16BIT");
+  // gelu on bf16 x → y: the boundary widens x and narrows y through its scratch (2 × n floats, aligned).
+  auto gelu_graph = [](int64_t n) {
+    models::TaskGraph g;
+    for (int id : {0, 1}) {
+      models::Tensor t;
+      t.id = id;
+      t.name = std::string(1, id == 0 ? 'x' : 'y');
+      t.shape = {n};
+      t.dtype = models::DType::bf16;
+      g.tensors.push_back(t);
+    }
+    models::Op op;
+    op.kind = models::OpKind::gelu;
+    op.name = "gelu";
+    op.inputs = {0};
+    op.outputs = {1};
+    g.ops.push_back(op);
+    return g;
+  };
+  const models::TaskGraph small = gelu_graph(64), large = gelu_graph(4096);
+  const runtime::DeviceBuffer x = backend->allocate(2 * 4096), y = backend->allocate(2 * 4096);
+  void* in[] = {backend->kernel_address(runtime::DeviceSpan::of(x))};
+  void* out[] = {backend->kernel_address(runtime::DeviceSpan::of(y))};
+  auto nccl = std::make_unique<NcclCommunicator>(one_rank(std::chrono::milliseconds(200)));
+  const auto span = runtime::DeviceSpan::of(backend->allocate(64));
+  const auto start = std::chrono::steady_clock::now();
+  stall_compute_behind_hung_all_reduce(*nccl, *backend, span);
+  // The first allocation: no older scratch can be in use, so it does not wait (it would until the deadline).
+  CHECK_NOTHROW(backend->run(small, small.ops[0], in, out, runtime::OpContext{}));
+  CHECK(seconds_since(start) < 0.2);
+  const std::string what = comm_failure_of([&] { backend->run(large, large.ops[0], in, out, runtime::OpContext{}); });
+  const double took = seconds_since(start);
+  CHECK(took >= 0.2);
+  CHECK(took < 5.0);
+  CHECK(what.find("ncclAllReduce #1 (64 bytes of f32), which the op boundary's stream (16-bit scratch growth) waits "
+                  "behind, did not finish within 0.200 s") != std::string::npos);
+  nccl.reset();
+}
+
+TEST_CASE("NcclCommunicator (emulated): destroying the backend behind a hung all-reduce ends at the deadline, "
+          "warns and does not throw") {
+  FaultScope fault("hang:0:1");
+  const auto before = cuda_emu::nccl::communicator_counts();
+  auto nccl = std::make_unique<NcclCommunicator>(one_rank(std::chrono::milliseconds(200)));
+  auto backend = runtime::make_cuda_backend(runtime::ComputeType::f32);
+  const auto span = runtime::DeviceSpan::of(backend->allocate(64));
+  const auto start = std::chrono::steady_clock::now();
+  stall_compute_behind_hung_all_reduce(*nccl, *backend, span);
+  // As when an exception unwinds run_training on one rank while its all-reduce waits for a dead peer: the
+  // backend goes first, the communicator (ptsim train's) after. A bare cudaDeviceSynchronize hangs here.
+  const std::string warning = stderr_of([&] { CHECK_NOTHROW(backend.reset()); });
+  const double took = seconds_since(start);
+  CHECK(took >= 0.2);
+  CHECK(took < 5.0);
+  CHECK(warning.find("warning: cuda backend teardown: ncclAllReduce #1 (64 bytes of f32), which a stream of the "
+                     "backend (teardown) waits behind, did not finish within 0.200 s") != std::string::npos);
+  CHECK(warning.find("freeing its memory anyway") != std::string::npos);
+  CHECK(cuda_emu::nccl::communicator_counts().aborted == before.aborted + 1);  // by the teardown's guard
+  nccl.reset();
+}
+
+TEST_CASE("NcclCommunicator (emulated): freeing a buffer while a comm-stream all-reduce hangs ends at the deadline") {
+  FaultScope fault("hang:0:1");
+  auto nccl = std::make_unique<NcclCommunicator>(one_rank(std::chrono::milliseconds(200)));
+  auto backend = runtime::make_cuda_backend(runtime::ComputeType::f32);
+  const auto span = runtime::DeviceSpan::of(backend->allocate(64));
+  const runtime::DeviceBuffer other = backend->allocate(64);
+  const auto start = std::chrono::steady_clock::now();
+  // The compute stream does not wait for it; cudaFree may wait for the whole device, so free waits for every stream.
+  nccl->all_reduce_sum(*backend, span, models::DType::f32, backend->create_stream());
+  const std::string what = comm_failure_of([&] { backend->free(other); });
+  const double took = seconds_since(start);
+  CHECK(took >= 0.2);
+  CHECK(took < 5.0);
+  CHECK(what.find("ncclAllReduce #1 (64 bytes of f32), which a stream of the backend (free) waits behind, did not "
+                  "finish within 0.200 s") != std::string::npos);
+  CHECK_NOTHROW(backend->free(other));  // the abort released the stream; the buffer is freed now
+  nccl.reset();
 }

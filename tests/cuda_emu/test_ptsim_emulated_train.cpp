@@ -8,7 +8,9 @@
 //     backend resumes on the other and continues within the same bounds;
 //   * --op-times is a ptsim.op_times.v1 with the CPU run's ops, measured on "GPU 0 (CUDA emulator …)", and
 //     `ptsim calibrate measured` accepts it; --metrics lines have the CPU run's fields;
-//   * flags that do not apply to --backend cuda exit 2.
+//   * flags that do not apply to --backend cuda exit 2;
+//   * --attention-kernel tensor-core routes the fused attention through the tensor-core kernels: different bits
+//     from the fp32 kernel, within the bf16/fp16 bounds (bf16, fp16).
 // PTSIM_BINARY is the real ptsim (the CPU side, and the data preparation), PTSIM_EMULATED_BINARY ptsim_emulated.
 #include <doctest/doctest.h>
 
@@ -209,5 +211,42 @@ TEST_CASE("ptsim_emulated train --backend cuda: flags that do not apply exit 2")
                                quote(s.model) + " --data " + quote(s.data) + " --steps 1 " + row.flags + " 2>&1");
     CHECK(r.exit_code == 2);
     CHECK_MESSAGE(r.output.find(row.expected) != std::string::npos, r.output);
+  }
+}
+
+// --attention-kernel tensor-core against the default fp32 kernel, both on the emulated backend with
+// --fused-attention, the same seed and masks. The emulated runs are deterministic (the resume tests: bit for bit),
+// so a difference in any step's loss or grad_norm can only come from the kernel the switch chose: it shows the
+// ops reached the tensor-core kernels. How far apart they may be: the tensor-core kernels round P (forward), P̃
+// and dS (backward) to 16 bits where the fp32 kernel keeps them in fp32 (docs/cuda-backend.md, "Accuracy bound");
+// those are outputs of ops of the unfused chain the fused op replaces (softmax, dropout; their backward), each
+// rounding once, which is what rounding_bounds counts for a fused op (unfused_depth 4 / 6) when the two sides
+// may round every op output of the chain to different 16-bit neighbours. So step_bounds of the fused graph,
+// × k at step k as the other comparisons here.
+TEST_CASE("ptsim_emulated train --attention-kernel tensor-core: the fused attention runs on the tensor-core kernels, within the 16-bit bounds") {
+  const TinySetup& s = bert_setup();
+  for (const std::string precision : {"bf16", "fp16"}) {
+    CAPTURE(precision);
+    const fs::path dir = fresh_dir("ptsim_emulated_attention_tc_" + precision);
+    const auto fp32 = train(Side::emulated_cuda, s, precision, "--fused-attention --metrics " + quote(dir / "fp32.jsonl"));
+    REQUIRE_MESSAGE(fp32.exit_code == 0, fp32.output);
+    CHECK_MESSAGE(fp32.output.find("\n  attention fused: fp32 kernel on the 16-bit operands' fp32 copies") != std::string::npos,
+                  fp32.output);
+    const auto tc = train(Side::emulated_cuda, s, precision,
+                          "--fused-attention --attention-kernel tensor-core --metrics " + quote(dir / "tc.jsonl"));
+    REQUIRE_MESSAGE(tc.exit_code == 0, tc.output);
+    CHECK_MESSAGE(tc.output.find("\n  attention fused: tensor-core kernels on " + precision) != std::string::npos, tc.output);
+    const auto a = read_jsonl(dir / "fp32.jsonl"), b = read_jsonl(dir / "tc.jsonl");
+    REQUIRE(a.size() == static_cast<size_t>(kSteps));
+    int differing = 0;
+    for (size_t i = 0; i < a.size(); ++i)
+      for (const char* key : {"loss", "grad_norm"}) differing += a[i].at(key) != b[i].at(key);
+    CHECK_MESSAGE(differing > 0, "the tensor-core run gave the fp32 kernel's bits: the switch did not reach the kernels");
+    // The derived bounds are loose (step 1's grad_norm bound 0.15 bf16, 0.019 fp16); a measured limit on step 1's
+    // grad_norm catches a subtler kernel fault. Measured here (2026-12-05): 5.4e-5 (bf16), 2.7e-5 (fp16); 5e-4 is
+    // 9× and 18× those, and still 300× / 40× inside the derived bounds.
+    StepBounds bounds = step_bounds(s, precision, true);
+    bounds.step1_grad_norm_measured = 5e-4;
+    check_steps_agree(a, b, bounds);
   }
 }

@@ -2,7 +2,11 @@
 // the header).
 #include "runtime/exec/cuda/attention_tc_dispatch.hpp"
 
+#include <fmt/format.h>
+
 #include <vector>
+
+#include "core/error.hpp"
 
 namespace ptsim::runtime::cuda {
 namespace {
@@ -45,6 +49,14 @@ bool fused_attention_runs_natively(const models::TaskGraph& graph, const models:
 
 Attention16 attention16_of(const models::TaskGraph& graph, const models::Op& op) {
   return tensor_of(graph, op.inputs[0]).dtype == models::DType::bf16 ? Attention16::bf16 : Attention16::f16;
+}
+
+void check_attention_tc_supported(Attention16 dtype, int major, int minor, const std::string& gpu_name) {
+  if (dtype == Attention16::bf16 && major < 8)
+    throw core::InputError(fmt::format(
+        "the tensor-core fused attention (--attention-kernel tensor-core) runs bf16 on sm_80 and newer only; this "
+        "GPU ({}) has compute capability {}.{}: use --precision fp16, or --attention-kernel fp32",
+        gpu_name, major, minor));
 }
 
 }  // namespace ptsim::runtime::cuda

@@ -16,10 +16,12 @@ float* OpBoundary::scratch_for(const models::TaskGraph& graph, size_t floats, cu
   if (floats * sizeof(float) <= scratch_bytes_) return scratch_;
   // The whole graph's need at once (this op's need is at most that), so one allocation serves the run.
   const size_t bytes = boundary_scratch_bytes(graph);
-  PTSIM_CUDA_CHECK(cudaStreamSynchronize(stream));  // the old scratch may still be read or written
-  PTSIM_CUDA_CHECK(cudaFree(scratch_));
-  scratch_ = nullptr;
-  scratch_bytes_ = 0;
+  if (scratch_ != nullptr) {  // the old scratch may still be read or written by queued ops
+    wait_for_stream_(stream, "the op boundary's stream (16-bit scratch growth)");
+    PTSIM_CUDA_CHECK(cudaFree(scratch_));
+    scratch_ = nullptr;
+    scratch_bytes_ = 0;
+  }
   void* p = nullptr;
   const cudaError_t status = cudaMalloc(&p, bytes);
   if (status == cudaErrorMemoryAllocation) {

@@ -6,17 +6,20 @@
 // the scratch is reused op after op without synchronising. The values are bit for bit the CPU backend's
 // wherever the fp32 kernels agree bit for bit (the conversions do: the same half_bits.hpp functions).
 // The scratch: one device buffer, allocated at the first op that needs it at boundary_scratch_bytes of that
-// op's graph (what the trainer's memory check counts), so one allocation per run; a later graph that
-// needs more reallocates after draining the stream.
+// op's graph (what the trainer's memory check counts), so one allocation per run, which waits for nothing
+// (no older scratch is in use); a later graph that needs more reallocates after draining the stream through
+// the owner's StreamWait (stream_wait.hpp: bounded behind a communicator's collective).
 // Design: docs/cuda-backend.md, "16-bit storage".
 #pragma once
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "models/task_graph.hpp"
+#include "runtime/exec/cuda/stream_wait.hpp"
 #include "runtime/exec/op_boundary_plan.hpp"
 
 namespace ptsim::runtime::cuda {
@@ -26,7 +29,9 @@ namespace ptsim::runtime::cuda {
 // inputs()/outputs() are the device addresses to give the fp32 kernel; finish() enqueues the narrowing.
 class OpBoundary {
  public:
-  OpBoundary() = default;
+  // `wait_for_stream`: the owner's host wait (CudaDevice::await_stream), used before the scratch grows.
+  explicit OpBoundary(StreamWait wait_for_stream) : wait_for_stream_(std::move(wait_for_stream)) {}
+  // Frees the scratch without waiting: the owner drains its streams first (CudaDevice::drain_for_teardown).
   ~OpBoundary();
   OpBoundary(const OpBoundary&) = delete;
   OpBoundary& operator=(const OpBoundary&) = delete;
@@ -41,6 +46,7 @@ class OpBoundary {
 
  private:
   float* scratch_for(const models::TaskGraph& graph, size_t floats, cudaStream_t stream);
+  StreamWait wait_for_stream_;
   float* scratch_ = nullptr;  // device
   size_t scratch_bytes_ = 0;
   BoundBoundary bound_;

@@ -14,8 +14,10 @@
 // sm_80, fp16 below sm_70), a bias_grad whose sum a GEMM's epilogue already wrote, a bias_grad on 16-bit dy
 // and dbias (bias_grad_16bit.hpp, bias_grad.cu: the boundary's bits), the elementwise ops
 // native_16bit_elementwise.hpp names and the row ops whose storage-typed kernels take the operands as stored
-// (native_16bit_rows.hpp), unless PTSIM_CUDA_NATIVE_16BIT=0; every other op with a 16-bit
-// operand runs its fp32 kernel on widened copies (the op boundary, cuda_16bit_boundary.hpp).
+// (native_16bit_rows.hpp), unless PTSIM_CUDA_NATIVE_16BIT=0; the fused attention ops on the tensor-core
+// kernels when made with BackendOptions::attention tensor_core (attention_tc_dispatch.hpp; off by default:
+// docs/cuda-backend.md, "When it runs"); every other op with a 16-bit operand runs its fp32 kernel on widened
+// copies (the op boundary, cuda_16bit_boundary.hpp).
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -65,17 +67,24 @@ int64_t last_dim(const TaskGraph& g, int id) {
 
 class CudaBackend final : public cuda::CudaDevice {
  public:
-  CudaBackend(int device, bool gemm_epilogues, bool native_16bit)
+  CudaBackend(int device, bool gemm_epilogues, bool native_16bit, AttentionKernel attention)
       : CudaDevice(device),
+        optimizer_(wait_for_stream()),
         lt_(gemm_epilogues ? std::make_unique<cuda::LtGemm>() : nullptr),
-        native_16bit_(native_16bit) {
+        native_16bit_(native_16bit),
+        tensor_core_attention_(attention == AttentionKernel::tensor_core) {
     cudaDeviceProp prop{};
     PTSIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     cc_major_ = prop.major;
     cc_minor_ = prop.minor;
     gpu_name_ = prop.name;
   }
-  ~CudaBackend() override { (void)cudaFree(bias_grad_part_); }
+  // The streams drained (bounded) before any member frees device memory: the optimizer's tables, the
+  // boundary's scratch, the bias-gradient vector and the cuBLASLt state free without waiting.
+  ~CudaBackend() override {
+    drain_for_teardown();
+    (void)cudaFree(bias_grad_part_);
+  }
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
   const char* name() const override { return "cuda-f32"; }
@@ -128,9 +137,13 @@ class CudaBackend final : public cuda::CudaDevice {
   // GEMMs gemm_types.hpp allows, the bias_grad whose Σ dy the previous GEMM's epilogue wrote in fp32
   // (it reads only that vector and an fp32 dbias), a bias_grad on 16-bit dy and dbias of one type
   // (bias_grad_16bit.hpp: the boundary's bits without its widened copies), the elementwise ops of
-  // native_16bit_elementwise.hpp and the row ops of native_16bit_rows.hpp.
+  // native_16bit_elementwise.hpp and the row ops of native_16bit_rows.hpp; with the tensor-core attention
+  // (BackendOptions::attention, its own switch: unlike PTSIM_CUDA_NATIVE_16BIT's kernels it does not give the
+  // boundary's bits), the fused attention ops its kernels take.
   bool runs_16bit_natively(const TaskGraph& g, const Op& op, std::span<void* const> in) const {
     if (op.kind == OpKind::gemm || op.kind == OpKind::batched_gemm) return cuda::gemm_runs_natively(g, op);
+    if (op.kind == OpKind::fused_attention || op.kind == OpKind::fused_attention_backward)
+      return tensor_core_attention_ && cuda::fused_attention_runs_natively(g, op);
     const bool f32_dbias = op.kind == OpKind::bias_grad && g.tensor(op.outputs.at(0)).dtype == models::DType::f32;
     if (f32_dbias && pending_matches(op, in)) return true;
     if (!native_16bit_) return false;  // PTSIM_CUDA_NATIVE_16BIT=0: every other op through the boundary
@@ -170,6 +183,7 @@ class CudaBackend final : public cuda::CudaDevice {
   std::string gpu_name_;
   std::unique_ptr<cuda::LtGemm> lt_;  // null: PTSIM_CUDA_GEMM_EPILOGUES=0
   bool native_16bit_ = true;  // PTSIM_CUDA_NATIVE_16BIT (native_16bit_switch.hpp)
+  bool tensor_core_attention_ = false;  // BackendOptions::attention == tensor_core (--attention-kernel)
   // The bias gradient a GEMM's epilogue wrote into bias_grad_part_ for the bias_grad op `op` reading `dy`.
   struct PendingBiasGrad {
     int op = -1;
@@ -179,7 +193,7 @@ class CudaBackend final : public cuda::CudaDevice {
   // The op being run's input addresses as stored (its 16-bit ones are replaced by fp32 scratch for the
   // kernel): the pending bias gradient is matched on these, which do not move from op to op.
   std::vector<void*> stored_inputs_;
-  cuda::OpBoundary boundary_;  // the fp32 device scratch of 16-bit operands, reused op after op
+  cuda::OpBoundary boundary_{wait_for_stream()};  // the fp32 device scratch of 16-bit operands, reused op after op
   float* bias_grad_part_ = nullptr;  // device, bias_grad_part_elements_ floats
   int64_t bias_grad_part_elements_ = 0;
 
@@ -447,6 +461,7 @@ class CudaBackend final : public cuda::CudaDevice {
                              const OpContext& context) {
     const cuda::FusedAttentionArgs a = fused_attention_args(g, op, in, context);
     const cuda::Attention16 t = cuda::attention16_of(g, op);
+    cuda::check_attention_tc_supported(t, cc_major_, cc_minor_, gpu_name_);  // bf16 below sm_80: an InputError
     if (op.kind == OpKind::fused_attention) {
       cuda::launch_fused_attention_tc_forward(out[0], static_cast<float*>(out[1]), in[0], in[1], in[2], t, a,
                                               compute_stream());
@@ -468,7 +483,7 @@ class CudaBackend final : public cuda::CudaDevice {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(ComputeType compute) {
+std::unique_ptr<Backend> make_cuda_backend(ComputeType compute, const BackendOptions& options) {
   if (compute != ComputeType::f32)
     throw core::InputError("backend 'cuda' computes in f32 only (f64 runs on the cpu backend)");
   if (cuda_device_count() == 0)
@@ -477,7 +492,7 @@ std::unique_ptr<Backend> make_cuda_backend(ComputeType compute) {
   PTSIM_CUDA_CHECK(cudaGetDevice(&device));
   const bool epilogues = cuda::gemm_epilogues_enabled(std::getenv(cuda::kGemmEpiloguesEnv));
   const bool native_16bit = cuda::native_16bit_kernels_enabled(std::getenv(cuda::kNative16bitEnv));
-  return std::make_unique<CudaBackend>(device, epilogues, native_16bit);
+  return std::make_unique<CudaBackend>(device, epilogues, native_16bit, options.attention);
 }
 
 int use_local_rank_device() {

@@ -5,6 +5,7 @@
 #include <cublas_v2.h>
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <optional>
 #include <new>
 #include <stdexcept>
@@ -78,8 +79,10 @@ CudaDevice::CudaDevice(int device) : device_(device) {
 }
 
 // Teardown ignores errors: a destructor must not throw, and after a sticky error nothing can be freed anyway.
+// No cudaDeviceSynchronize: it has no deadline, and the work that uses the buffers freed here is all on the
+// backend's streams, which drain_for_teardown has waited for.
 CudaDevice::~CudaDevice() {
-  (void)cudaDeviceSynchronize();
+  drain_for_teardown();
   for (void* p : buffers_)
     if (p) (void)cudaFree(p);
   for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
@@ -112,7 +115,9 @@ void CudaDevice::free(DeviceBuffer buffer) {
   if (buffer.id < 0 || static_cast<size_t>(buffer.id) >= buffers_.size()) return;
   const auto id = static_cast<size_t>(buffer.id);
   if (buffers_[id]) {
-    await_stream(compute_stream(), "the compute stream (free)");  // queued kernels may still use it
+    // Queued work on any stream (a kernel, a bucket all-reduce) may still use it, and cudaFree may itself wait for
+    // the whole device: every stream first, through the bounded wait (docs/nccl.md, "Host waits behind a collective").
+    for (cudaStream_t stream : streams_) await_stream(stream, "a stream of the backend (free)");
     PTSIM_CUDA_CHECK(cudaFree(buffers_[id]));
   }
   buffers_[id] = nullptr;
@@ -221,6 +226,19 @@ void CudaDevice::await_event(cudaEvent_t event, const char* what) {
   const std::shared_ptr<HostWaitGuard> guard = host_wait_guard_.lock();
   if (!guard) return PTSIM_CUDA_CHECK(cudaEventSynchronize(event));
   await_device([event] { return finished(cudaEventQuery(event), "cudaEventQuery"); }, *guard, what);
+}
+
+void CudaDevice::drain_for_teardown() noexcept {
+  for (cudaStream_t stream : streams_) {
+    try {
+      await_stream(stream, "a stream of the backend (teardown)");
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "warning: cuda backend teardown: %s; freeing its memory anyway\n", e.what());
+    } catch (...) {
+      std::fputs("warning: cuda backend teardown: an unknown exception while waiting for a stream; freeing its memory "
+                 "anyway\n", stderr);
+    }
+  }
 }
 
 void CudaDevice::round_to_dtype(const DeviceSpan& span, models::DType dtype) {

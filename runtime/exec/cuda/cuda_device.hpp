@@ -15,6 +15,7 @@
 #include "runtime/comm/cuda_stream_source.hpp"
 #include "runtime/exec/backend.hpp"
 #include "runtime/exec/cuda/device_error.hpp"
+#include "runtime/exec/cuda/stream_wait.hpp"
 #include "runtime/exec/math/scaled_read.hpp"  // defines: Storage
 
 namespace ptsim::runtime::cuda {
@@ -85,6 +86,16 @@ class CudaDevice : public Backend, public CudaStreamSource {
   // wait guard cudaStreamSynchronize; with one, cudaStreamQuery polled through await_device (docs/nccl.md).
   void await_stream(cudaStream_t stream, const char* what);
   void await_event(cudaEvent_t event, const char* what);
+  // Before teardown frees device memory: await_stream on every stream of the backend, so behind a
+  // communicator's collective that never finishes it ends at that collective's deadline (the guard aborts
+  // the communicator, which releases the streams) instead of blocking for good. Never throws: a failure is
+  // written to stderr and teardown goes on. Called by ~CudaBackend (before its members free their device
+  // memory) and ~CudaDevice; a second call on drained streams costs one cudaStreamQuery each.
+  void drain_for_teardown() noexcept;
+  // await_stream as the helpers that reuse device memory take it (stream_wait.hpp); valid while this lives.
+  StreamWait wait_for_stream() {
+    return [this](cudaStream_t stream, const char* what) { await_stream(stream, what); };
+  }
   // Throws core::InputError for a bad id/index/label a kernel reported (and clears the record).
   void raise_device_errors();
 

@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <memory>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "runtime/exec/cpu_parallel.hpp"  // defines: kChunkElements
@@ -392,11 +393,9 @@ void launch_finish_step_scalars(StepScalars* scalars, const double* sum_of_squar
   finish_step_scalars_kernel<<<1, 1, 0, stream>>>(scalars, sum_of_squares, max_grad_norm);
 }
 
-MultiTensorOptimizer::MultiTensorOptimizer() = default;
+MultiTensorOptimizer::MultiTensorOptimizer(StreamWait wait_for_stream) : wait_for_stream_(std::move(wait_for_stream)) {}
 
-MultiTensorOptimizer::~MultiTensorOptimizer() {
-  if (!tables_.empty()) (void)cudaDeviceSynchronize();  // queued passes may still read the tables
-}
+MultiTensorOptimizer::~MultiTensorOptimizer() = default;  // the owner drained the streams (see the header)
 
 const OptimizerDeviceTables& MultiTensorOptimizer::tables_for(std::span<const OptimizerTensorAddresses> tensors,
                                                               cudaStream_t stream) {
@@ -408,7 +407,7 @@ const OptimizerDeviceTables& MultiTensorOptimizer::tables_for(std::span<const Op
     }
   }
   if (tables_.size() >= kMaxLists) {
-    PTSIM_CUDA_CHECK(cudaStreamSynchronize(stream));  // the dropped tables' last readers have run
+    wait_for_stream_(stream, "the optimizer's stream (table cache drain)");  // the dropped tables' last readers ran
     tables_.clear();
   }
   tables_.push_back(build_tables(tensors, stream));

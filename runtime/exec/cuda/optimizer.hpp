@@ -3,6 +3,7 @@
 // contract: docs/executor.md, "The device seam"; launch shape and determinism: docs/cuda-backend.md). It
 // keeps the device copy of each tensor list's work list (optimizer_plan.hpp) and its scratch, built the first
 // time the list is seen: the executor makes one call per gradient bucket, the same lists every step.
+// Its one host wait (the cache drain below) goes through the owner's StreamWait (stream_wait.hpp).
 // Host-only header (CUDA runtime types).
 // Not here: resolving spans to addresses and checking them (CudaBackend::optimizer_step, cuda_backend.cpp).
 #pragma once
@@ -13,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include "runtime/exec/cuda/stream_wait.hpp"
 #include "runtime/exec/math/scaled_read.hpp"  // defines: Storage
 #include "runtime/exec/optimizer_plan.hpp"
 #include "runtime/optim/optimizer_math.hpp"  // defines: Hyperparameters
@@ -40,7 +42,10 @@ struct OptimizerDeviceTables;  // optimizer.cu: the uploaded plan and the per-ch
 
 class MultiTensorOptimizer {
  public:
-  MultiTensorOptimizer();
+  // `wait_for_stream`: the owner's host wait (CudaDevice::await_stream), used for the cache drain.
+  explicit MultiTensorOptimizer(StreamWait wait_for_stream);
+  // Frees the tables without waiting: the owner drains the streams its steps were queued on first
+  // (CudaBackend's destructor: CudaDevice::drain_for_teardown, bounded behind a collective).
   ~MultiTensorOptimizer();
   MultiTensorOptimizer(const MultiTensorOptimizer&) = delete;
   MultiTensorOptimizer& operator=(const MultiTensorOptimizer&) = delete;
@@ -48,7 +53,7 @@ class MultiTensorOptimizer {
   // One step of hyper.rule on `tensors`, enqueued on `stream`, every kernel reading the step's scalars at
   // `scalars` (device memory, written on `stream` before; a set skip flag makes every kernel return at once).
   // Nothing synchronises, except when a new list finds kMaxLists lists cached: the cache is dropped after the
-  // stream drains, then rebuilt as lists recur.
+  // stream drains (wait_for_stream, "the optimizer's stream (table cache drain)"), then rebuilt as lists recur.
   void step(const optim_math::Hyperparameters& hyper, const optim_math::StepScalars* scalars,
             std::span<const OptimizerTensorAddresses> tensors, cudaStream_t stream);
 
@@ -59,6 +64,7 @@ class MultiTensorOptimizer {
 
  private:
   const OptimizerDeviceTables& tables_for(std::span<const OptimizerTensorAddresses> tensors, cudaStream_t stream);
+  StreamWait wait_for_stream_;
   std::vector<std::unique_ptr<OptimizerDeviceTables>> tables_;
   size_t last_ = 0;  // the entry used last: the next bucket's is usually the one after it
 };

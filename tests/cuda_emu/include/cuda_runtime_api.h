@@ -75,8 +75,8 @@ int live_events();
 // A point on a stream that the emulated device never passes until `released` (the NCCL shim's hung
 // all-reduce; ncclCommAbort releases it). Events recorded on the stream after it, and streams that wait on
 // such an event, are not complete either: cudaEventQuery / cudaStreamQuery say cudaErrorNotReady, and
-// cudaStreamSynchronize, cudaEventSynchronize and a device-to-host cudaMemcpyAsync on such a stream block the
-// host for good (printing once to stderr what they wait for), the hang they are on a GPU. Work queued on the
+// cudaStreamSynchronize, cudaEventSynchronize and a device-to-host cudaMemcpyAsync on such a stream (and
+// cudaDeviceSynchronize while any live stream is such a one) block the host for good (printing once to stderr what they wait for), the hang they are on a GPU. Work queued on the
 // stream still runs at once (the emulator has no queue): only completion is withheld.
 struct StreamStall {
   bool released = false;

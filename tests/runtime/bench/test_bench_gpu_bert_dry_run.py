@@ -2,7 +2,8 @@
 """tests/runtime/bench/test_bench_gpu_bert_dry_run.py — tools/bench_gpu_bert.py end to end without a GPU:
 `--dry-run` (bert-tiny on the CPU: ptsim --backend cpu; torch eager where this python has torch) into a
 temporary directory, then checks what it wrote: the JSON's format and one row per planned run (2 lengths ×
-ptsim, eager, compile), every ptsim row measured (seq/s > 0, model TFLOP/s and MFU from the stated formula,
+ptsim, eager, compile, ptsim fused attention, ptsim tensor-core attention: that one skipped on the CPU backend
+saying why, the flag never passed), every ptsim row measured (seq/s > 0, model TFLOP/s and MFU from the stated formula,
 an op-times file in ptsim.op_times.v1 format), the ptsim / eager ratio where eager ran, `ptsim calibrate
 measured` run on the op times, the markdown table with a line per row; and that bad flags exit 2.
 Usage (meson, suite cpu): test_bench_gpu_bert_dry_run.py PTSIM
@@ -43,12 +44,19 @@ def main():
         doc = json.load(open(out_json))
         check(doc["format"] == "ptsim.bench_gpu_bert.v1", f"format {doc['format']}")
         rows = doc["rows"]
-        check(len(rows) == 6, f"{len(rows)} rows, expected 6 (seq 32 and 64 × ptsim, eager, compile)")
+        check(len(rows) == 10, f"{len(rows)} rows, expected 10 (seq 32 and 64 × ptsim, eager, compile, ptsim fused "
+              "attention, ptsim tensor-core attention)")
+        check([r["system"] for r in rows[-4:]] == ["ptsim fused attention"] * 2 + ["ptsim tensor-core attention"] * 2,
+              f"the attention variants are not the last rows: {[r['system'] for r in rows]}")
         with open(os.path.join(ROOT, "models", "bert-tiny.json")) as f:
             model = json.load(f)
         for row in rows:
             what = f"{row['system']} seq {row['seq']}"
-            if row["system"] == "ptsim":
+            if row["system"] == "ptsim tensor-core attention":
+                check(row["status"].startswith("skipped: --attention-kernel tensor-core needs --backend cuda")
+                      and "command" not in row, f"{what}: {row}")
+            elif row["system"] in ("ptsim", "ptsim fused attention"):
+                check(row["system"] == "ptsim" or "--fused-attention" in row.get("command", ""), f"{what}: {row}")
                 check(row["status"] == "ok", f"{what}: {row['status']} (log {row.get('log')}: "
                       f"{open(row['log']).read()[-2000:] if os.path.exists(row.get('log', '')) else ''})")
                 if row["status"] != "ok":
@@ -76,7 +84,7 @@ def main():
         table = open(out_md).read()
         check(table.count("\n| ptsim |") == 2 and table.count("\n| transformers") == 4, f"markdown table:\n{table}")
         for bad in (["--configs", "128"], ["--systems", "ptsim,jax"], ["--ptsim-also", "fp8"], ["--model", "no-such"],
-                    ["--steps", "0"], ["--dry-run", "--model", "bert-base"]):
+                    ["--steps", "0"], ["--dry-run", "--model", "bert-base"], ["--ptsim-attention", "tc"]):
             r = subprocess.run([sys.executable, BENCH, "--device", "cpu", "--ptsim", ptsim, "--work", work] + bad,
                                capture_output=True, text=True, timeout=60)
             check(r.returncode == 2 and "bench_gpu_bert:" in r.stderr, f"{bad}: exit {r.returncode}, {r.stderr}")

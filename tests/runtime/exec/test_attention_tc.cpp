@@ -13,6 +13,7 @@
 
 #include "tests/runtime/exec/attention_tc_host_run.hpp"
 #if PTSIM_HAVE_CUDA
+#include "core/error.hpp"
 #include "runtime/exec/cuda/attention_tc_dispatch.hpp"
 #endif
 
@@ -126,5 +127,20 @@ TEST_CASE("fused_attention_runs_natively: all-16-bit ops with fp32 lse and head 
   CHECK_FALSE(natively(DType::bf16, 64, DType::bf16, fwd, DType::bf16));  // lse must be fp32
   CHECK_FALSE(natively(DType::bf16, 64, DType::f32, bwd, DType::f32));    // mixed: dv f32
   CHECK_FALSE(natively(DType::bf16, 64, DType::f32, bwd, DType::f16));    // mixed: dv f16
+}
+
+// The refusal CudaBackend makes before the tensor-core launcher (whose own std::invalid_argument ptsim would
+// report as an internal error): bf16 below sm_80 is a core::InputError naming the GPU, its compute capability
+// and the ways out; fp16 and sm_80+ pass.
+TEST_CASE("check_attention_tc_supported: bf16 below sm_80 is an InputError naming the GPU and the ways out") {
+  using ptsim::runtime::cuda::Attention16;
+  using ptsim::runtime::cuda::check_attention_tc_supported;
+  CHECK_THROWS_WITH_AS(check_attention_tc_supported(Attention16::bf16, 7, 5, "Tesla T4"),
+                       doctest::Contains("this GPU (Tesla T4) has compute capability 7.5: use --precision fp16, or "
+                                         "--attention-kernel fp32"),
+                       ptsim::core::InputError);
+  CHECK_NOTHROW(check_attention_tc_supported(Attention16::f16, 7, 5, "Tesla T4"));
+  CHECK_NOTHROW(check_attention_tc_supported(Attention16::bf16, 8, 0, "A100"));
+  CHECK_NOTHROW(check_attention_tc_supported(Attention16::bf16, 9, 0, "H200"));
 }
 #endif

@@ -61,16 +61,18 @@ void check_op_times(const fs::path& path, const std::string& precision) {
 }
 
 // 2 steps of ptsim train on the CUDA backend, metrics in dir/m.jsonl and op times in dir/ops.json.
-CommandResult run_two_cuda_steps(const TinySetup& s, const std::string& precision, const fs::path& dir) {
+CommandResult run_two_cuda_steps(const TinySetup& s, const std::string& precision, const fs::path& dir,
+                                 const std::string& extra = "") {
   return run_ptsim("train --backend cuda --precision " + precision + " --model " + quote(s.model) + " --data " +
                    quote(s.data) + " --quiet --steps 2 --micro-batch 4 --metrics " + quote(dir / "m.jsonl") +
-                   " --op-times " + quote(dir / "ops.json"));
+                   " --op-times " + quote(dir / "ops.json") + " " + extra);
 }
 
-void check_precision(const std::string& precision) {
+// extra: more flags (the tensor-core attention's case below).
+void check_precision(const std::string& precision, const std::string& extra = "") {
   const TinySetup& s = setup();
-  const fs::path dir = fresh_dir("train_cuda_" + precision);
-  const auto r = run_two_cuda_steps(s, precision, dir);
+  const fs::path dir = fresh_dir("train_cuda_" + precision + (extra.empty() ? "" : "_extra"));
+  const auto r = run_two_cuda_steps(s, precision, dir, extra);
   REQUIRE_MESSAGE(r.exit_code == 0, precision << ": " << r.output);
   const auto m = read_metrics(dir / "m.jsonl");
   REQUIRE(m.size() == 2);
@@ -130,3 +132,19 @@ TEST_CASE("ptsim train --backend cuda --precision bf16: 2 steps, finite losses, 
   check_precision("bf16");
 }
 TEST_CASE("ptsim train --backend cuda --precision fp16: 2 steps, finite losses, GPU op times") { check_precision("fp16"); }
+
+// The fused attention on the tensor-core kernels (--attention-kernel tensor-core, docs/cuda-backend.md "When it
+// runs"), through the CLI: the same checks (an untrained model's first loss, GPU op times). The kernels' own
+// accuracy is runtime_attention_tc_gpu's; on sm_7x bf16 is refused with exit 2 before any kernel launches.
+TEST_CASE("ptsim train --backend cuda --fused-attention --attention-kernel tensor-core --precision bf16 / fp16: 2 steps") {
+  const std::string tc = "--fused-attention --attention-kernel tensor-core";
+  if (compute_capability_major() >= 8) {
+    check_precision("bf16", tc);
+  } else {
+    const fs::path dir = fresh_dir("train_cuda_tc_bf16_refused");
+    const auto r = run_two_cuda_steps(setup(), "bf16", dir, tc);
+    CHECK_MESSAGE(r.exit_code == 2, r.output);  // the bf16 GEMMs' refusal or the attention's: both InputErrors
+    CHECK_MESSAGE(r.output.find("sm_80") != std::string::npos, r.output);
+  }
+  check_precision("fp16", tc);
+}

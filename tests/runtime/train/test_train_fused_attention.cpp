@@ -71,3 +71,44 @@ TEST_CASE("train: --resume refuses a checkpoint written with the other attention
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("fused_attention") != std::string::npos);
 }
+
+// --attention-kernel (docs/cli.md): tensor-core applies only with --backend cuda, --fused-attention and
+// --precision bf16/fp16; each missing condition is exit 2 naming the flag, what it needs and what was given.
+// Checked before --backend cuda looks for a GPU (cmd_train.cpp), so the cuda rows give these answers on any
+// machine, this one (no GPU) included. A valid tensor-core run: the emu and gpu suites
+// (test_ptsim_emulated_attention_tc.cpp, test_train_cuda.cpp).
+TEST_CASE("train: --attention-kernel that does not apply is exit 2 naming the flag, its need and what was given") {
+  const TinySetup& s = setup();
+  struct Row {
+    std::string flags, needs, given;
+  };
+  const std::vector<Row> rows = {
+      {"--backend cpu --fused-attention --precision bf16 --attention-kernel tensor-core", "it needs --backend cuda",
+       "given --backend cpu"},
+      {"--backend cuda --precision bf16 --attention-kernel tensor-core", "it needs --fused-attention",
+       "given no --fused-attention"},
+      {"--backend cuda --attention-kernel fp32", "it needs --fused-attention", "given no --fused-attention"},
+      {"--backend cuda --fused-attention --precision fp32 --attention-kernel tensor-core",
+       "it needs --precision bf16 or fp16", "given --precision fp32"},
+      {"--backend cuda --fused-attention --precision tf32 --attention-kernel tensor-core",
+       "it needs --precision bf16 or fp16", "given --precision tf32"},
+      {"--backend cuda --fused-attention --precision bf16 --attention-kernel tc", "--attention-kernel 'tc' is unknown",
+       "expected fp32 | tensor-core"},
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.flags);
+    const auto r = run_ptsim("train --model bert-tiny --data " + quote(s.data) + " --quiet --steps 1 " + row.flags);
+    CHECK(r.exit_code == 2);
+    CHECK_MESSAGE(r.output.find("--attention-kernel") != std::string::npos, r.output);
+    CHECK_MESSAGE(r.output.find(row.needs) != std::string::npos, r.output);
+    CHECK_MESSAGE(r.output.find(row.given) != std::string::npos, r.output);
+  }
+}
+
+TEST_CASE("train: --attention-kernel fp32 with --fused-attention on the cpu backend trains, and the header says so") {
+  const TinySetup& s = setup();
+  const auto r = run_ptsim("train --model bert-tiny --data " + quote(s.data) +
+                           " --threads 1 --steps 1 --micro-batch 4 --fused-attention --attention-kernel fp32");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  CHECK_MESSAGE(r.output.find("\n  attention fused: fp32 kernel\n") != std::string::npos, r.output);
+}
