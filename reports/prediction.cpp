@@ -10,6 +10,7 @@
 #include "core/checked_math.hpp"
 #include "core/error.hpp"
 #include "models/builder.hpp"
+#include "reports/node_retarget.hpp"
 #include "reports/prediction_cache.hpp"
 #include "reports/text_table.hpp"
 #include "reports/trace.hpp"
@@ -387,10 +388,23 @@ sim::CostEstimate predict_cost(const Scenario& s, const sim::ClusterConfig& conf
   return sim::estimate_cost(cost);
 }
 
+// Marks the figures whose price retarget_to_node chose for a swapped-in node type.
+void mark_swapped_in(PriceResolution& r, const PriceChoice& before, const PriceChoice& after) {
+  const auto mark = [](std::optional<ChosenPrice>& c, const std::string& was, const std::string& now) {
+    if (c && was != now) c->how = "swapped_in";
+  };
+  mark(r.rental, before.rental, after.rental);
+  mark(r.spot, before.spot, after.spot);
+  mark(r.purchase, before.purchase, after.purchase);
+}
+
 }  // namespace
 
-Scenario with_stack(const Scenario& scenario, const hwprofiles::ProfileSet& profiles) {
+Scenario with_stack(const Scenario& scenario, const hwprofiles::ProfileSet& profiles,
+                    std::vector<std::string>* what_if_notes) {
   Scenario s = scenario;
+  std::vector<std::string> notes = retarget_to_node(s, profiles);
+  if (what_if_notes) *what_if_notes = std::move(notes);
   if (s.stack.empty()) s.stack = hwprofiles::default_stack_for(profiles, hwprofiles::find_node(profiles, s.node).gpu);
   sim::apply_stack_fusions(s.recipe, hwprofiles::find_stack(profiles, s.stack));
   return s;
@@ -398,16 +412,19 @@ Scenario with_stack(const Scenario& scenario, const hwprofiles::ProfileSet& prof
 
 Prediction predict_scenario(const Scenario& scenario, const hwprofiles::ProfileSet& profiles,
                             const PredictOptions& options) {
-  const Scenario s = with_stack(scenario, profiles);
+  std::vector<std::string> what_if_notes;
+  const Scenario s = with_stack(scenario, profiles, &what_if_notes);
   const auto wall_start = std::chrono::steady_clock::now();
   PredictionCache local_cache;
   PredictionCache& cache = options.cache ? *options.cache : local_cache;
   Prediction out;
   out.scenario = s.name;
   out.description = s.description;
+  out.what_if_notes = std::move(what_if_notes);
   // Prices first: a bad price name fails before minutes of simulation, not after.
   out.prices = resolve_prices(s, hwprofiles::find_node(profiles, s.node), profiles);
   require_unambiguous(out.prices, s);
+  mark_swapped_in(out.prices, scenario.prices, s.prices);
   const sim::ClusterConfig config = resolve_cluster(s, profiles);
   out.gpus = config.gpu_count();
   out.gpu = config.gpu.name;
@@ -488,6 +505,7 @@ nlohmann::json prediction_to_json(const Prediction& p) {
                {"energy_usd", opt(p.cost.energy_usd)},       {"break_even_days", opt(p.cost.break_even_days)},
                {"rental_basis", p.cost.rental_basis}};
   j["prices"] = prices_to_json(p.prices);
+  if (!p.what_if_notes.empty()) j["what_if_notes"] = p.what_if_notes;  // only when a node type was swapped in
   nlohmann::json phases = nlohmann::json::array();
   for (const auto& ph : p.phases) {
     phases.push_back({{"name", ph.name},
@@ -529,6 +547,7 @@ std::string prediction_to_text(const Prediction& p) {
   if (p.cost.break_even_days) out += fmt::format("  break-even      owning beats renting after {:.0f} days of use\n",
                                                  *p.cost.break_even_days);
   out += prices_to_text(p.prices);
+  for (const auto& note : p.what_if_notes) out += "  what-if         " + note + "\n";
   out += "\n";
   TextTable table({"phase", "seq", "global batch", "micro×accum", "steps", "iter s", "compute s", "exposed comm s",
                    "seq/s", "eff.", "time"});

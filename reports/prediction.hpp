@@ -61,6 +61,7 @@ struct Prediction {
   double memory_per_gpu_bytes = 0;             // the largest over phases
   sim::CostEstimate cost;
   PriceResolution prices;                      // the items behind `cost`, and the figures no price was found for
+  std::vector<std::string> what_if_notes;      // a swapped node type's stack and prices (reports/node_retarget.hpp)
   std::vector<PhasePrediction> phases;
   double simulator_wall_seconds = 0;
   nlohmann::json trace;                        // Chrome trace of one iteration of the first phase (record_trace)
@@ -80,8 +81,11 @@ struct PhaseShape {
   int64_t global_batch = 0;
   int64_t steps = 0;
 };
-// The scenario with its stack resolved (recipe.stack, or the GPU's one stack) and the stack's fusions in its recipe.
-Scenario with_stack(const Scenario& scenario, const hwprofiles::ProfileSet& profiles);
+// The scenario with its stack resolved (recipe.stack, or the GPU's one stack) and the stack's fusions in its recipe;
+// first, a node type an edit swapped in takes its own stack and prices (reports/node_retarget.hpp), and what
+// that changed goes to `what_if_notes`.
+Scenario with_stack(const Scenario& scenario, const hwprofiles::ProfileSet& profiles,
+                    std::vector<std::string>* what_if_notes = nullptr);
 sim::ClusterConfig resolve_cluster(const Scenario& s, const hwprofiles::ProfileSet& profiles);
 // GPUs ÷ (tensor × pipeline parallel); core::InfeasibleError (parallelism) when they do not divide them.
 int64_t data_parallel_ranks(const Scenario& s, const sim::ClusterConfig& config);

@@ -53,14 +53,31 @@ ChosenPrice named_price(const std::string& file, const std::string& figure, cons
   return {item, "named"};
 }
 
-// The set's items of `kind` in `unit` that apply to `target`.
+// The set's items of `kind` in `unit` that apply to `target` (any set's when `set` is empty).
 std::vector<const PriceItem*> set_items(const ProfileSet& profiles, const std::string& set, const std::string& kind,
                                         const std::string& unit, const std::string& target) {
   std::vector<const PriceItem*> found;
   for (const auto& [_, item] : profiles.prices)
-    if (item.price_set == set && item.kind == kind && item.unit == unit && item.applies_to == target)
+    if ((set.empty() || item.price_set == set) && item.kind == kind && item.unit == unit && item.applies_to == target)
       found.push_back(&item);
   return found;
+}
+
+// The items of `set` (any set's when empty) that price `figure` for `node`: the node's own (an instance, the
+// server) first, then for hourly figures its GPU's.
+std::vector<const PriceItem*> figure_items(const std::string& figure, const std::string& set, const NodeProfile& node,
+                                           const ProfileSet& profiles) {
+  const bool hourly = figure != "purchase";
+  const std::string kind = figure == "rental" ? "on_demand" : figure;
+  std::vector<const PriceItem*> found = set_items(profiles, set, kind, hourly ? "instance_hour" : "purchase", node.name);
+  if (found.empty() && hourly) found = set_items(profiles, set, kind, "gpu_hour", node.gpu);
+  return found;
+}
+
+std::vector<std::string> item_names(const std::vector<const PriceItem*>& items) {
+  std::vector<std::string> names;
+  for (const PriceItem* p : items) names.push_back(p->name);
+  return names;
 }
 
 // The node's listed purchase price (load_profiles allows at most one), as every scenario had before sets.
@@ -78,9 +95,7 @@ std::optional<ChosenPrice> set_price(const std::string& figure, const std::strin
                                      PriceResolution& out) {
   const bool hourly = figure != "purchase";
   const std::string kind = figure == "rental" ? "on_demand" : figure;
-  std::vector<const PriceItem*> found =
-      set_items(profiles, set, kind, hourly ? "instance_hour" : "purchase", node.name);
-  if (found.empty() && hourly) found = set_items(profiles, set, kind, "gpu_hour", node.gpu);
+  const std::vector<const PriceItem*> found = figure_items(figure, set, node, profiles);
   if (found.size() == 1) return ChosenPrice{*found.front(), "set"};
   if (found.empty()) {
     if (fallback) return fallback;
@@ -90,8 +105,7 @@ std::optional<ChosenPrice> set_price(const std::string& figure, const std::strin
                                : fmt::format("price set '{}' has no purchase price for node '{}'", set, node.name));
     return std::nullopt;
   }
-  std::vector<std::string> names;
-  for (const PriceItem* p : found) names.push_back(p->name);
+  const std::vector<std::string> names = item_names(found);
   out.ambiguous[figure] = names;
   out.notes.push_back(fmt::format("price set '{}' has {} {} prices for {} '{}' ({}): name one with prices.{}=ITEM", set,
                                   names.size(), kind, found.front()->unit == "gpu_hour" ? "GPU" : "node",
@@ -123,6 +137,27 @@ PriceResolution resolve_prices(const Scenario& s, const NodeProfile& node, const
   if (!p.electricity.empty()) out.electricity = named_price(s.file, "electricity", p.electricity, node, profiles);
   if (!p.pue.empty()) out.pue = named_price(s.file, "pue", p.pue, node, profiles);
   return out;
+}
+
+std::optional<ChosenPrice> swapped_in_price(const std::string& figure, const std::string& set, const NodeProfile& node,
+                                            const ProfileSet& profiles, std::string& why) {
+  std::vector<const PriceItem*> found = figure_items(figure, set, node, profiles);
+  if (found.size() == 1) return ChosenPrice{*found.front(), "set"};
+  const bool in_set = !found.empty();
+  if (!in_set) found = figure_items(figure, "", node, profiles);
+  std::string newest_date;
+  for (const PriceItem* p : found) newest_date = std::max(newest_date, p->date);
+  std::vector<const PriceItem*> tied;
+  for (const PriceItem* p : found)
+    if (p->date == newest_date) tied.push_back(p);
+  if (tied.size() == 1) return ChosenPrice{*tied.front(), in_set ? "set" : "newest"};
+  const std::string target = figure == "purchase" ? fmt::format("node '{}'", node.name)
+                                                  : fmt::format("node '{}' or its GPU '{}'", node.name, node.gpu);
+  const std::string where = in_set ? "price set '" + set + "'" : "the price sets";
+  why = found.empty() ? fmt::format("no price set has a {} price for {}", figure, target)
+                      : fmt::format("{} has {} equally new {} prices for {} ({}): none chosen", where, tied.size(),
+                                    figure, target, fmt::join(item_names(tied), ", "));
+  return std::nullopt;
 }
 
 void require_unambiguous(const PriceResolution& r, const Scenario& s) {

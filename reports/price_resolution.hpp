@@ -42,6 +42,18 @@ struct PriceResolution {
 PriceResolution resolve_prices(const Scenario& scenario, const hwprofiles::NodeProfile& node,
                                const hwprofiles::ProfileSet& profiles);
 
+// The price set a node type swapped in by a what-if takes its prices from when the scenario names none: the
+// one set that prices every current GPU node type (A100 40/80 GB, H100, H200) from one provider
+// (docs/cost-model.md "Prices of a swapped-in node type").
+inline constexpr const char* kCurrentPriceSet = "aws-current";
+
+// The price of `figure` (rental | spot | purchase) for `node` swapped in by a what-if: `set`'s item for the
+// node (instance_hour, purchase) or its GPU (gpu_hour); else the newest-dated such item of any set. nullopt,
+// with the reason in `why`, when there is none or several equally new ones.
+std::optional<ChosenPrice> swapped_in_price(const std::string& figure, const std::string& set,
+                                            const hwprofiles::NodeProfile& node, const hwprofiles::ProfileSet& profiles,
+                                            std::string& why);
+
 // Throws core::InputError naming the candidates when `r` has an ambiguous figure (predict's policy:
 // the user must pick one with --set prices.<figure>=ITEM).
 void require_unambiguous(const PriceResolution& r, const Scenario& scenario);

@@ -259,20 +259,39 @@ std::string scenario_path(const std::string& name_or_path) {
   return path;
 }
 
+bool ScenarioEdits::names(const std::string& key) const {
+  return std::any_of(keys.begin(), keys.end(), [&](const std::string& edited) {
+    return edited == key || (key.starts_with(edited) && key[edited.size()] == '.');
+  });
+}
+
+ScenarioEdits scenario_edits(const Json& file_json, const std::vector<std::string>& assignments) {
+  ScenarioEdits edits;
+  edits.file_node = Scenario{}.node;
+  if (file_json.is_object() && file_json.contains("cluster") && file_json["cluster"].is_object() &&
+      file_json["cluster"].contains("node") && file_json["cluster"]["node"].is_string())
+    edits.file_node = file_json["cluster"]["node"].get<std::string>();
+  for (const auto& a : assignments) edits.keys.push_back(a.substr(0, a.find('=')));
+  return edits;
+}
+
 Json load_base_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides,
-                        std::string* path) {
+                        std::string* path, ScenarioEdits* edits) {
   const std::string file = scenario_path(name_or_path);
   Json json = core::load_json_file(file);
+  if (edits) *edits = scenario_edits(json, overrides);
   for (const auto& o : overrides) apply_override(json, o);
   if (path) *path = file;
   return json;
 }
 
 Scenario parse_edited_scenario(Json json, const std::vector<std::string>& overrides, const std::string& source) {
+  ScenarioEdits edits = scenario_edits(json, overrides);
   for (const auto& o : overrides) apply_override(json, o);
   if (overrides.empty()) return parse_scenario(json, source);
   try {
     Scenario edited = parse_scenario(json, source);
+    edited.edits = std::move(edits);
     // The file's description names its own recipe and cluster; say that this run changed them.
     if (!edited.description.empty())
       edited.description += fmt::format(" [edited: --set {}]", fmt::join(overrides, ", --set "));

@@ -62,6 +62,16 @@ struct ScalingBaseline {           // efficiency against another model's single-
   int64_t seq_len = 0;
 };
 
+// The edits a what-if made to a scenario file (`--set`, `--vary` axes, a request's "set") and the node the file
+// names. When an edit changes the node, a stack or price the file named for its own node gives way to the new
+// node's (reports/node_retarget.hpp); one an edit named is the user's own and must apply as it is.
+struct ScenarioEdits {
+  std::string file_node;                 // "" when the scenario was not read from a file with edits
+  std::vector<std::string> keys;         // the edited keys, as typed (recipe.stack, prices.rental, cluster.node)
+  // Whether an edit named `key` or an object above it ("recipe" names recipe.stack).
+  bool names(const std::string& key) const;
+};
+
 struct Scenario {
   std::string name;
   std::string description;
@@ -83,6 +93,9 @@ struct Scenario {
   PriceChoice prices;
   std::vector<PublishedTarget> published;
   std::optional<ScalingBaseline> scaling_baseline;
+  ScenarioEdits edits;
+  // An edit changed the node from the one the file names.
+  bool node_edited() const { return !edits.file_node.empty() && node != edits.file_node; }
 };
 
 // `name_or_path`: a shipped scenario (reports/scenarios/<name>.json) or a file. `overrides` are
@@ -92,9 +105,12 @@ Scenario parse_scenario(const core::Json& json, const std::string& source);
 // `json` with the --set edits applied, parsed; an error then says the scenario was edited (as load_scenario).
 Scenario parse_edited_scenario(core::Json json, const std::vector<std::string>& overrides, const std::string& source);
 std::vector<std::string> builtin_scenario_names();
-// A scenario's JSON by shipped name or file, with --set edits applied; `path` (optional) gets its file.
+// A scenario's JSON by shipped name or file, with --set edits applied; `path` (optional) gets its file,
+// `edits` (optional) the file's node and the edited keys.
 core::Json load_base_scenario(const std::string& name_or_path, const std::vector<std::string>& overrides,
-                              std::string* path);
+                              std::string* path, ScenarioEdits* edits = nullptr);
+// The edits `assignments` ("key=value") make to `file_json`, and the node that JSON names.
+ScenarioEdits scenario_edits(const core::Json& file_json, const std::vector<std::string>& assignments);
 // The file of a shipped scenario name, or the path itself if it is a file; InputError lists the names.
 std::string scenario_path(const std::string& name_or_path);
 // That InputError's text: "unknown scenario 'X': not a file and not a shipped scenario (expected one of: …)".

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "reports/auto_recipe.hpp"
+#include "reports/node_retarget.hpp"
 #include "reports/prediction.hpp"
 #include "reports/price_resolution.hpp"
 
@@ -17,10 +18,17 @@ namespace {
 
 using core::InputError;
 
-bool is_auto_recipe_key(const std::string& key) {
-  for (const auto& k : auto_recipe_keys())
-    if (key == k || key.ends_with("." + k)) return true;
+bool is_auto_recipe_key(const std::string& axis_key) {
+  for (const auto& key : axis_keys(axis_key))
+    for (const auto& k : auto_recipe_keys())
+      if (key == k || key.ends_with("." + k)) return true;
   return false;
+}
+
+bool pinned_stack_misses_gpu(const Scenario& s, const hwprofiles::ProfileSet& profiles) {
+  if (s.stack.empty() || !s.edits.names("recipe.stack")) return false;
+  return !hwprofiles::stack_fit_for(hwprofiles::find_stack(profiles, s.stack),
+                                    hwprofiles::find_node(profiles, s.node).gpu);
 }
 
 // An axis named twice would be overwritten by the later one (its values counted, never applied), and a value
@@ -28,9 +36,10 @@ bool is_auto_recipe_key(const std::string& key) {
 void check_distinct_axes(const SweepSpec& spec) {
   std::set<std::string> keys;
   for (const auto& axis : spec.axes) {
-    if (!keys.insert(axis.key).second)
-      throw InputError(fmt::format("--vary {}: the axis is given twice; put all its values in one --vary {}=V1,V2,… "
-                                   "(docs/sweep.md)", axis.key, axis.key));
+    for (const auto& key : axis_keys(axis.key))
+      if (!keys.insert(key).second)
+        throw InputError(fmt::format("--vary {}: the key {} is varied twice; put all its values in one axis "
+                                     "(docs/sweep.md)", axis.key, key));
     std::set<std::string> values;
     for (const auto& value : axis.values)
       if (!values.insert(value.dump()).second)
@@ -38,11 +47,24 @@ void check_distinct_axes(const SweepSpec& spec) {
   }
 }
 
+// Configuration `index` as a scenario, with the edits that made it: the base's --set and every axis.
+Scenario configuration_scenario(const SweepSpec& spec, size_t index) {
+  Scenario s = parse_scenario(configuration_json(spec, index), spec.base_source);
+  s.edits = spec.base_edits;
+  for (const auto& axis : spec.axes)
+    for (const auto& key : axis_keys(axis.key)) s.edits.keys.push_back(key);
+  return s;
+}
+
 void fill_figures(ConfigResult& r, const Prediction& p, const Scenario& s) {
   r.gpus = p.gpus;
   r.node = p.node;
   r.gpu = p.gpu;
   r.network = p.network;
+  r.stack = p.stack;
+  for (const auto& [figure, price] : {std::pair{"rental", &p.prices.rental}, std::pair{"spot", &p.prices.spot},
+                                      std::pair{"purchase", &p.prices.purchase}})
+    if (*price) r.price_items[figure] = (*price)->item.name;
   r.recompute = s.recipe.recompute_activations;
   r.tensor_parallel = s.recipe.tensor_parallel;
   r.time_to_train_seconds = p.time_to_train_seconds;
@@ -138,18 +160,23 @@ void validate_sweep(const SweepSpec& spec, const hwprofiles::ProfileSet& profile
                                    "the axis or --auto-recipe", axis.key));
     for (const auto& value : axis.values) {
       core::Json json = spec.base;
-      const std::string assignment = axis.key + "=" + value.dump();
       try {
-        apply_override(json, assignment);
-        const Scenario s = parse_scenario(json, spec.base_source);
+        for (const auto& assignment : axis_assignments(axis.key, value)) apply_override(json, assignment);
+        Scenario s = parse_scenario(json, spec.base_source);
+        s.edits = spec.base_edits;
+        for (const auto& key : axis_keys(axis.key)) s.edits.keys.push_back(key);
+        retarget_to_node(s, profiles);
+        // A stack the user pinned that has no values for this node's GPU makes its configurations infeasible
+        // (said per configuration); it is not a bad axis value.
+        if (pinned_stack_misses_gpu(s, profiles)) s.stack.clear();
         resolve_cluster(s, profiles);
         require_unambiguous(resolve_prices(s, hwprofiles::find_node(profiles, s.node), profiles), s);
       } catch (const InputError& e) {
         const bool price = std::string(e.what()).find("prices.") != std::string::npos;
         throw InputError(fmt::format("--vary {}: value {} is not usable: {}{}", axis.key, value.dump(), e.what(),
-                                     price ? "\n  (a price named in the base applies to one node type: sweep node "
-                                             "types with --set prices.set=SET, e.g. aws-current, and empty "
-                                             "prices.rental/purchase; docs/cost-model.md)"
+                                     price ? "\n  (a price you name with --set applies to one node type; to sweep "
+                                             "node types leave prices.rental/spot/purchase to the scenario, or name "
+                                             "a price set with --set prices.set=SET; docs/sweep.md)"
                                            : ""));
       }
     }
@@ -162,7 +189,8 @@ ConfigResult evaluate_configuration(const SweepSpec& spec, size_t index, const h
   r.index = index;
   r.settings = configuration_settings(spec, index);
   try {
-    Scenario s = parse_scenario(configuration_json(spec, index), spec.base_source);
+    Scenario s = configuration_scenario(spec, index);
+    r.what_if_notes = retarget_to_node(s, profiles);
     const int gpus = resolve_cluster(s, profiles).gpu_count();
     if (spec.constraints.max_gpus && gpus > *spec.constraints.max_gpus) {
       r.infeasible_kind = "constraint";

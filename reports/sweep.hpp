@@ -38,6 +38,9 @@ struct ConfigResult {
   // Figures of a feasible configuration.
   int gpus = 0;
   std::string node, gpu, network;
+  std::string stack;                 // the software stack it was costed under
+  std::map<std::string, std::string> price_items;  // figure (rental, spot, purchase) → the price item used
+  std::vector<std::string> what_if_notes;          // a swapped-in node type's stack and prices (node_retarget.hpp)
   bool recompute = false;
   int64_t tensor_parallel = 1;
   double time_to_train_seconds = 0;

@@ -18,7 +18,12 @@ std::optional<double> opt_from(const json& j, const char* key) {
   return j.at(key).get<double>();
 }
 
-std::string setting_text(const json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
+std::string setting_text(const json& value) {
+  if (!value.is_array()) return value.is_string() ? value.get<std::string>() : value.dump();
+  std::string out;  // a paired axis' value, as typed: dgx-a100:pytorch-ngc20.06
+  for (const auto& part : value) out += (out.empty() ? "" : ":") + setting_text(part);
+  return out;
+}
 
 std::string days_text(double seconds) {
   if (seconds >= 2 * 86400) return fmt::format("{:.2f} d", seconds / 86400);
@@ -51,6 +56,38 @@ std::string csv_cell(const std::string& text) {
 
 std::string number_cell(const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : ""; }
 
+std::string price_item(const ConfigResult& r, const char* figure) {
+  const auto it = r.price_items.find(figure);
+  return it == r.price_items.end() ? "" : it->second;
+}
+
+// Whether an axis changes the node type (cluster.node, or the whole cluster).
+bool varies_node(const SweepSpec& spec) {
+  for (const auto& axis : spec.axes)
+    for (const auto& key : axis_keys(axis.key))
+      if (key == "cluster.node" || key == "cluster") return true;
+  return false;
+}
+
+// Each what-if note once, with the configurations it holds for: "#4, #5: stack … ".
+std::string what_if_notes_text(const std::vector<ConfigResult>& results) {
+  std::vector<std::pair<std::string, std::vector<size_t>>> notes;
+  for (const auto& r : results)
+    for (const auto& note : r.what_if_notes) {
+      auto it = std::find_if(notes.begin(), notes.end(), [&](const auto& n) { return n.first == note; });
+      if (it == notes.end()) it = notes.insert(notes.end(), {note, {}});
+      it->second.push_back(r.index);
+    }
+  if (notes.empty()) return "";
+  std::string out = "\nswapped-in node types (docs/sweep.md, \"Node-type what-ifs\"):\n";
+  for (const auto& [note, indices] : notes) {
+    std::string which;
+    for (size_t i : indices) which += fmt::format("{}#{}", which.empty() ? "" : ", ", i);
+    out += fmt::format("  {}: {}\n", which, note);
+  }
+  return out;
+}
+
 json constraints_json(const SweepSpec& spec, const SweepAnalysis& a) {
   const auto& c = spec.constraints;
   return {{"deadline_seconds", opt(c.deadline_seconds)},
@@ -77,7 +114,8 @@ std::string plan_line(const char* label, const std::optional<size_t>& i, const s
 json config_result_to_json(const ConfigResult& r) {
   json settings = json::object();
   for (const auto& [key, value] : r.settings) settings[key] = value;
-  json j = {{"index", r.index}, {"settings", settings}, {"evaluated", r.evaluated}, {"feasible", r.feasible}};
+  json j = {{"index", r.index}, {"settings", settings}, {"evaluated", r.evaluated}, {"feasible", r.feasible},
+            {"what_if_notes", r.what_if_notes}};
   if (!r.feasible) {
     j["infeasible"] = {{"kind", r.infeasible_kind}, {"reason", r.reason}, {"over_bytes", r.over_bytes}};
     return j;
@@ -86,7 +124,8 @@ json config_result_to_json(const ConfigResult& r) {
   for (const auto& p : r.phases)
     phases.push_back({{"name", p.name}, {"micro_batch", p.micro_batch}, {"grad_accum", p.grad_accum},
                       {"global_batch", p.global_batch}, {"steps", p.steps}, {"iteration_seconds", p.iteration_seconds}});
-  j.update({{"gpus", r.gpus}, {"node", r.node}, {"gpu", r.gpu}, {"network", r.network}, {"recompute", r.recompute},
+  j.update({{"gpus", r.gpus}, {"node", r.node}, {"gpu", r.gpu}, {"network", r.network}, {"stack", r.stack},
+            {"price_items", r.price_items}, {"recompute", r.recompute},
             {"tensor_parallel", r.tensor_parallel}, {"time_to_train_seconds", r.time_to_train_seconds},
             {"gpu_hours", r.gpu_hours}, {"scaling_efficiency", opt(r.scaling_efficiency)},
             {"memory_per_gpu_bytes", r.memory_per_gpu_bytes}, {"rental_usd", opt(r.rental_usd)},
@@ -103,6 +142,7 @@ ConfigResult config_result_from_json(const json& j) {
   for (const auto& [key, value] : j.at("settings").items()) r.settings.emplace_back(key, value);
   r.evaluated = j.at("evaluated").get<bool>();
   r.feasible = j.at("feasible").get<bool>();
+  r.what_if_notes = j.at("what_if_notes").get<std::vector<std::string>>();
   if (!r.feasible) {
     r.infeasible_kind = j.at("infeasible").at("kind").get<std::string>();
     r.reason = j.at("infeasible").at("reason").get<std::string>();
@@ -113,6 +153,8 @@ ConfigResult config_result_from_json(const json& j) {
   r.node = j.at("node").get<std::string>();
   r.gpu = j.at("gpu").get<std::string>();
   r.network = j.at("network").get<std::string>();
+  r.stack = j.at("stack").get<std::string>();
+  r.price_items = j.at("price_items").get<std::map<std::string, std::string>>();
   r.recompute = j.at("recompute").get<bool>();
   r.tensor_parallel = j.at("tensor_parallel").get<int64_t>();
   r.time_to_train_seconds = j.at("time_to_train_seconds").get<double>();
@@ -165,7 +207,8 @@ std::string sweep_to_csv(const SweepSpec& spec, const std::vector<ConfigResult>&
   }
   out += ",feasible,infeasible_kind,reason,gpus,node,gpu,network,recipe,time_to_train_seconds,gpu_hours,"
          "scaling_efficiency,memory_per_gpu_gib,rental_usd,spot_usd,ownership_usd,purchase_usd,break_even_days,"
-         "meets_deadline,within_budget,frontier_rental,frontier_spot,frontier_ownership\n";
+         "meets_deadline,within_budget,frontier_rental,frontier_spot,frontier_ownership,stack,rental_price,spot_price,"
+         "purchase_price\n";
   for (const auto& r : results) {
     out += std::to_string(r.index);
     for (const auto& [key, value] : r.settings) {
@@ -176,15 +219,16 @@ std::string sweep_to_csv(const SweepSpec& spec, const std::vector<ConfigResult>&
     out += fmt::format(",{},{},{}", r.feasible ? 1 : 0, r.infeasible_kind,
                        csv_cell(r.reason.substr(0, r.reason.find('\n'))));
     if (!r.feasible) {
-      out += ",,,,,,,,,,,,,,,0,0,0,0,0\n";
+      out += ",,,,,,,,,,,,,,,0,0,0,0,0,,,,\n";
       continue;
     }
-    out += fmt::format(",{},{},{},{},{},{:.6g},{:.6g},{},{:.3f},{},{},{},{},{},{},{},{},{},{}\n", r.gpus, r.node, r.gpu,
+    out += fmt::format(",{},{},{},{},{},{:.6g},{:.6g},{},{:.3f},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.gpus, r.node, r.gpu,
                        r.network, csv_cell(recipe_text(r)), r.time_to_train_seconds, r.gpu_hours,
                        number_cell(r.scaling_efficiency), r.memory_per_gpu_bytes / (1024.0 * 1024 * 1024),
                        number_cell(r.rental_usd), number_cell(r.spot_usd), number_cell(r.ownership_usd),
                        number_cell(r.purchase_usd), number_cell(r.break_even_days), r.meets_deadline ? 1 : 0,
-                       r.within_budget ? 1 : 0, frontier("rental"), frontier("spot"), frontier("ownership"));
+                       r.within_budget ? 1 : 0, frontier("rental"), frontier("spot"), frontier("ownership"), r.stack,
+                       price_item(r, "rental"), price_item(r, "spot"), price_item(r, "purchase"));
   }
   return out;
 }
@@ -230,20 +274,30 @@ std::string sweep_to_text(const SweepSpec& spec, const std::vector<ConfigResult>
   });
   out += fmt::format("\nconfigurations (fastest first{}):\n",
                      results.size() > max_rows ? fmt::format("; {} of {} shown, --format csv for all", max_rows, results.size()) : "");
-  TextTable table({"#", "settings", "GPUs", "time", "rental", "spot", "ownership", "deadline", "budget", "recipe / why not"});
+  // A node-type sweep also names each configuration's stack and rental price: they differ by node.
+  const bool by_node = varies_node(spec);
+  std::vector<std::string> header = {"#", "settings", "GPUs", "time", "rental", "spot", "ownership", "deadline", "budget"};
+  if (by_node) header.insert(header.end(), {"stack", "rental price"});
+  header.push_back("recipe / why not");
+  TextTable table(header);
   for (size_t k = 0; k < std::min(max_rows, order.size()); ++k) {
     const ConfigResult& r = results[order[k]];
+    std::vector<std::string> row = {std::to_string(r.index), settings_text(r)};
     if (!r.feasible) {
-      table.add_row({std::to_string(r.index), settings_text(r), "", "", "", "", "", "", "",
-                     r.infeasible_kind + ": " + r.reason.substr(0, r.reason.find('\n'))});
-      continue;
+      row.resize(header.size() - 1);
+      row.push_back(r.infeasible_kind + ": " + r.reason.substr(0, r.reason.find('\n')));
+    } else {
+      row.insert(row.end(), {std::to_string(r.gpus), days_text(r.time_to_train_seconds), usd_text(r.rental_usd),
+                             usd_text(r.spot_usd), usd_text(r.ownership_usd),
+                             c.deadline_seconds ? (r.meets_deadline ? "yes" : "no") : "-",
+                             c.budget_usd ? (r.within_budget ? "yes" : "no") : "-"});
+      if (by_node) row.insert(row.end(), {r.stack, price_item(r, "rental").empty() ? "none" : price_item(r, "rental")});
+      row.push_back(recipe_text(r));
     }
-    table.add_row({std::to_string(r.index), settings_text(r), std::to_string(r.gpus), days_text(r.time_to_train_seconds),
-                   usd_text(r.rental_usd), usd_text(r.spot_usd), usd_text(r.ownership_usd),
-                   c.deadline_seconds ? (r.meets_deadline ? "yes" : "no") : "-",
-                   c.budget_usd ? (r.within_budget ? "yes" : "no") : "-", recipe_text(r)});
+    table.add_row(row);
   }
   out += table.render();
+  out += what_if_notes_text(results);
   return out;
 }
 

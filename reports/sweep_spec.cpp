@@ -70,7 +70,54 @@ void check_key(const std::string& key, const std::string& what) {
                                  "phases.0.micro_batch (docs/sweep.md)", what, key));
 }
 
+// A paired axis' values from the command line: "A:B" per item, one part per key (no ranges inside a pair).
+std::vector<Json> split_pairs(const std::string& axis, const std::string& list, size_t keys) {
+  std::vector<Json> values;
+  for (const Json& item : split_values(axis, list)) {
+    const std::string text = item.is_string() ? item.get<std::string>() : item.dump();
+    Json pair = Json::array();
+    size_t start = 0;
+    for (size_t colon = text.find(':');; colon = text.find(':', start)) {
+      const std::string part = text.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+      if (part.empty()) throw InputError(fmt::format("--vary {}: empty part in '{}'", axis, text));
+      pair.push_back(parse_value(axis, part));
+      if (colon == std::string::npos) break;
+      start = colon + 1;
+    }
+    if (pair.size() != keys)
+      throw InputError(fmt::format("--vary {}: value '{}' has {} part{}, expected {} (one per key, joined by ':', "
+                                   "e.g. dgx-a100:pytorch-ngc20.06)",
+                                   axis, text, pair.size(), pair.size() == 1 ? "" : "s", keys));
+    values.push_back(std::move(pair));
+  }
+  return values;
+}
+
+// A sweep file's paired-axis value: a list with one entry per key.
+void check_pair(const Json& value, size_t keys, const core::JsonReader& a) {
+  if (!value.is_array() || value.size() != keys)
+    a.fail("values", fmt::format("lists of {} values each, one per key of the paired axis; got {}", keys, value.dump()));
+}
+
 }  // namespace
+
+std::vector<std::string> axis_keys(const std::string& key) {
+  std::vector<std::string> keys;
+  size_t start = 0;
+  for (size_t plus = key.find('+');; plus = key.find('+', start)) {
+    keys.push_back(key.substr(start, plus == std::string::npos ? std::string::npos : plus - start));
+    if (plus == std::string::npos) return keys;
+    start = plus + 1;
+  }
+}
+
+std::vector<std::string> axis_assignments(const std::string& key, const Json& value) {
+  const std::vector<std::string> keys = axis_keys(key);
+  if (keys.size() == 1) return {key + "=" + value.dump()};
+  std::vector<std::string> out;
+  for (size_t k = 0; k < keys.size(); ++k) out.push_back(keys[k] + "=" + value.at(k).dump());
+  return out;
+}
 
 const std::vector<std::string>& auto_recipe_keys() {
   static const std::vector<std::string> keys = {"micro_batch",          "grad_accum",
@@ -120,8 +167,10 @@ SweepAxis parse_axis(const std::string& text) {
     throw InputError(fmt::format("--vary '{}': expected KEY=V1,V2,… or KEY=A..B (e.g. cluster.nodes=1..64x2)", text));
   SweepAxis axis;
   axis.key = text.substr(0, eq);
-  check_key(axis.key, "--vary");
-  axis.values = split_values(axis.key, text.substr(eq + 1));
+  const std::vector<std::string> keys = axis_keys(axis.key);
+  for (const auto& key : keys) check_key(key, "--vary");
+  axis.values = keys.size() == 1 ? split_values(axis.key, text.substr(eq + 1))
+                                 : split_pairs(axis.key, text.substr(eq + 1), keys.size());
   return axis;
 }
 
@@ -170,10 +219,14 @@ SweepSpec parse_sweep_json(const Json& json, const std::string& source) {
   if (base.is_string()) spec.base = load_base_scenario(base.get<std::string>(), {}, &spec.base_source);
   else if (base.is_object()) spec.base = base, spec.base_source = source;
   else r.fail("base", "a shipped scenario name, a scenario file, or an inline scenario object");
+  spec.base_edits = scenario_edits(spec.base, {});
   if (r.has("set")) {
     const Json& set = r.raw("set");
     if (!set.is_object()) r.fail("set", "an object of scenario key → value");
-    for (const auto& [key, value] : set.items()) apply_override(spec.base, key + "=" + value.dump());
+    for (const auto& [key, value] : set.items()) {
+      apply_override(spec.base, key + "=" + value.dump());
+      spec.base_edits.keys.push_back(key);
+    }
   }
   const Json& axes = r.raw("axes");
   if (!axes.is_array() || axes.empty()) r.fail("axes", "a non-empty list of {\"key\", \"values\"} or {\"key\", \"range\"}");
@@ -181,7 +234,9 @@ SweepSpec parse_sweep_json(const Json& json, const std::string& source) {
     core::JsonReader a(axes[i], source, fmt::format("axes[{}]", i));
     SweepAxis axis;
     axis.key = a.require_string("key");
-    check_key(axis.key, a.where("key"));
+    const std::vector<std::string> keys = axis_keys(axis.key);
+    for (const auto& key : keys) check_key(key, a.where("key"));
+    if (a.has("range") && keys.size() > 1) a.fail("range", "a 'values' list: a paired axis has no ranges");
     if (a.has("range")) {
       axis.values = parse_range(axis.key, a.require_string("range"));
     } else {
@@ -190,6 +245,8 @@ SweepSpec parse_sweep_json(const Json& json, const std::string& source) {
       if (values.size() > kMaxAxisValues)  // as a --vary list or range may have (docs/sweep.md)
         a.fail("values", fmt::format("a list of at most {} values (it has {})", kMaxAxisValues, values.size()));
       axis.values.assign(values.begin(), values.end());
+      if (keys.size() > 1)
+        for (const Json& value : axis.values) check_pair(value, keys.size(), a);
     }
     a.finish();
     spec.axes.push_back(std::move(axis));
@@ -237,7 +294,8 @@ std::vector<std::pair<std::string, Json>> configuration_settings(const SweepSpec
 
 Json configuration_json(const SweepSpec& spec, size_t index) {
   Json json = spec.base;
-  for (const auto& [key, value] : configuration_settings(spec, index)) apply_override(json, key + "=" + value.dump());
+  for (const auto& [key, value] : configuration_settings(spec, index))
+    for (const auto& assignment : axis_assignments(key, value)) apply_override(json, assignment);
   return json;
 }
 

@@ -31,6 +31,7 @@ struct SweepConstraints {
 struct SweepSpec {
   core::Json base;                   // the scenario JSON, --set edits applied
   std::string base_source;           // its file (for messages)
+  ScenarioEdits base_edits;          // the node the base names and the keys --set edited (reports/node_retarget.hpp)
   std::vector<SweepAxis> axes;
   SweepConstraints constraints;
   SweepObjective objective = SweepObjective::rental;
@@ -41,7 +42,13 @@ struct SweepSpec {
 const std::vector<std::string>& auto_recipe_keys();
 
 // "cluster.nodes=1..64x2", "cluster.network=10gbe-tcp,ib-edr": InputError naming the axis when malformed.
+// A paired axis varies keys together ("cluster.node+recipe.stack=dgx-a100:pytorch-ngc20.06,dgx-h100:…"): its
+// values are lists, one entry per key (docs/sweep.md).
 SweepAxis parse_axis(const std::string& text);
+// An axis' keys: "a+b" → {a, b}; one key otherwise.
+std::vector<std::string> axis_keys(const std::string& key);
+// The "key=value" edits one value of an axis makes (a paired axis: one per key).
+std::vector<std::string> axis_assignments(const std::string& key, const core::Json& value);
 // "A..B" (step 1), "A..B+S" (arithmetic), "A..BxF" (geometric): integers, at most kMaxAxisValues of them.
 std::vector<core::Json> parse_range(const std::string& axis, const std::string& range);
 inline constexpr size_t kMaxAxisValues = 100000;

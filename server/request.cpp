@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "models/model_spec.hpp"
+#include "reports/node_retarget.hpp"
 #include "reports/prediction.hpp"
 #include "reports/price_resolution.hpp"
 
@@ -54,8 +55,10 @@ namespace {
 reports::Scenario read_and_resolve(const ScenarioRequest& request, const std::vector<std::string>& overrides,
                                    const hwprofiles::ProfileSet& profiles) {
   reports::Scenario s = reports::parse_edited_scenario(request.base.json, overrides, request.base.source);
-  (void)reports::resolve_cluster(s, profiles);
-  reports::require_unambiguous(reports::resolve_prices(s, hwprofiles::find_node(profiles, s.node), profiles), s);
+  reports::Scenario swapped = s;  // checked as predict will read it; `s` keeps what a node swap changes, to say so
+  reports::retarget_to_node(swapped, profiles);
+  (void)reports::resolve_cluster(swapped, profiles);
+  reports::require_unambiguous(reports::resolve_prices(swapped, hwprofiles::find_node(profiles, s.node), profiles), s);
   return s;
 }
 

@@ -40,7 +40,7 @@ reports::SweepSpec spec_from_flags(const SweepFlags& f, const CLI::App& app) {
     spec = reports::load_sweep_file(f.file);
     if (app.count("--auto-recipe") > 0) spec.auto_recipe = true;
   } else {
-    spec.base = reports::load_base_scenario(f.scenario, f.overrides, &spec.base_source);
+    spec.base = reports::load_base_scenario(f.scenario, f.overrides, &spec.base_source, &spec.base_edits);
     for (const auto& a : f.axes) spec.axes.push_back(reports::parse_axis(a));
     spec.auto_recipe = f.auto_recipe;
   }

@@ -141,6 +141,17 @@ TEST_CASE("POST /api/predict answers what ptsim predict --format json prints") {
   CHECK(a.body.at("gpus") == 128);  // 16 nodes × 8 T4
 }
 
+TEST_CASE("the node menu: another node type takes its own stack and prices, as ptsim predict --set does") {
+  const auto cli = run_ptsim("predict --scenario t4-academic-cluster --set cluster.node=dgx-a100 --format json");
+  REQUIRE(cli.exit_code == 0);
+  const Answer a = post("/api/predict", R"({"scenario": "t4-academic-cluster", "set": {"cluster.node": "dgx-a100"}})");
+  REQUIRE(a.status == 200);
+  CHECK(without_wall_time(a.body) == without_wall_time(json::parse(cli.output)));
+  CHECK(a.body.at("stack") == "pytorch-ngc20.06");  // the A100 40 GB's stack, not the scenario's T4/V100 one
+  CHECK(a.body.at("what_if_notes").size() == 3);    // stack, rental, purchase (docs/sweep.md "Node-type what-ifs")
+  CHECK(a.body.at("prices").at("used").at(0).at("item") == "aws-p4d-24xlarge-on-demand-per-gpu");
+}
+
 TEST_CASE("an inline scenario object predicts like the same scenario in a file") {
   const auto cli = run_ptsim("predict --scenario dgx2-single-node --format json");
   REQUIRE(cli.exit_code == 0);
@@ -231,8 +242,10 @@ TEST_CASE("unknown scenarios and bad edits: the CLI's message, blamed on their f
               cli_error("--scenario t4-academic-cluster --set phases.0.micro_batch=0"), "set.phases.0.micro_batch");
   check_error(post("/api/predict", R"({"scenario": "t4-academic-cluster", "set": {"recipe.precision": "fp4"}})"), 400,
               cli_error("--scenario t4-academic-cluster --set recipe.precision=fp4"), "set.recipe.precision");
-  check_error(post("/api/predict", R"({"scenario": "t4-academic-cluster", "set": {"cluster.node": "dgx-1"}})"), 400,
-              cli_error("--scenario t4-academic-cluster --set cluster.node=dgx-1"), "set.cluster.node");  // its T4 price
+  check_error(post("/api/predict", R"({"scenario": "t4-academic-cluster", "set": {"cluster.node": "dgx-1",
+      "prices.rental": "gcp-t4-on-demand-2020"}})"), 400,
+              cli_error("--scenario t4-academic-cluster --set cluster.node=dgx-1 --set prices.rental=gcp-t4-on-demand-2020"),
+              "set.cluster.node");  // a T4 price the user named, for a V100 node: the first edit without which the rest read
   // Edits that only read together (a node and its prices) are not blamed for another edit's error.
   const Answer together = post("/api/predict", R"({"scenario": "t4-academic-cluster", "set": {"cluster.node": "dgx-1",
       "prices.rental": "", "prices.purchase": "dgx-1-purchase", "cluster.nodes": 0}})");

@@ -258,6 +258,19 @@ def main():
         time.sleep(0.2)
         browser.screenshot(os.path.join(out_dir, "serve-page.png"))
         print("compare: 10 GbE shows {!r} against the pinned InfiniBand run".format(d_time))
+
+        # 5. The node menu: another node type answers with its own stack, not the T4 stack's error
+        #    (docs/sweep.md, "Node-type what-ifs").
+        for node, stack in (("dgx-a100", "pytorch-ngc20.06"), ("dgx-h100", "pytorch-2-sdpa")):
+            browser.js("(function(){var e=document.getElementById('node'); e.value='" + node + "';"
+                       "e.dispatchEvent(new Event('change'));})()")
+            browser.wait_for("document.body.dataset.status === 'idle' && window.ptsim.last && "
+                             "window.ptsim.last.request.set['cluster.node'] === '" + node + "'",
+                             "the " + node + " prediction")
+            got = browser.js("window.ptsim.last.prediction.stack")
+            if got != stack:
+                fail("node {}: the prediction's stack is {!r}, expected {!r}".format(node, got, stack))
+        print("node menu: dgx-a100 and dgx-h100 predict under their own stacks")
     finally:
         if browser:
             browser.close()
@@ -266,7 +279,7 @@ def main():
     elapsed = time.time() - start
     if elapsed > DEADLINE_S:
         fail("the ui test took {:.0f} s, more than {} s".format(elapsed, DEADLINE_S))
-    print("ui: 4 passed, 0 failed ({:.1f} s; screenshots in {})".format(elapsed, out_dir))
+    print("ui: 5 passed, 0 failed ({:.1f} s; screenshots in {})".format(elapsed, out_dir))
     return 0
 
 
