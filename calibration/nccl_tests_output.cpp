@@ -7,13 +7,15 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <optional>
-#include <regex>
 #include <sstream>
+#include <string_view>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 
 namespace ptsim::calibration {
 
@@ -21,11 +23,36 @@ namespace {
 
 using core::InputError;
 
-// mpirun --tag-output prefixes every line with "[job,rank]<stdout>:".
+// Lines of nccl-tests output are short (a row is ~150 characters, a device line ~100); a longer one is not
+// nccl-tests' and is refused before it is read (docs/input-ranges.md).
+constexpr size_t kMaxLineBytes = 16 * 1024;
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// mpirun --tag-output prefixes every line with "[job,rank]<stdout>:" (or <stderr>).
 std::string strip_mpi_tag(const std::string& line) {
-  static const std::regex tag(R"(^\[\d+,\d+\]<std(out|err)>:)");
-  std::smatch m;
-  return std::regex_search(line, m, tag) ? line.substr(static_cast<size_t>(m.length(0))) : line;
+  if (line.empty() || line[0] != '[') return line;
+  const size_t close = line.find(']');
+  const size_t comma = line.find(',');
+  if (close == std::string::npos || comma == std::string::npos || comma > close) return line;
+  if (!all_digits(std::string_view(line).substr(1, comma - 1)) ||
+      !all_digits(std::string_view(line).substr(comma + 1, close - comma - 1)))
+    return line;
+  for (const char* tag : {"<stdout>:", "<stderr>:"})
+    if (line.compare(close + 1, std::strlen(tag), tag) == 0) return line.substr(close + 1 + std::strlen(tag));
+  return line;
+}
+
+// A count nccl-tests prints (threads, GPUs, ranks, devices): decimal digits in [0, 2^31).
+int count_word(const std::string& word, const char* what, int line, const std::string& source) {
+  int value = 0;
+  const auto [ptr, ec] = std::from_chars(word.data(), word.data() + word.size(), value);
+  if (!all_digits(word) || ec != std::errc() || ptr != word.data() + word.size())
+    throw InputError(fmt::format("{} line {}: {} '{}': expected a whole number below 2^31", source, line, what,
+                                 word.size() > 40 ? word.substr(0, 40) + "…" : word));
+  return value;
 }
 
 std::vector<std::string> split_words(const std::string& text) {
@@ -126,11 +153,63 @@ int NcclTestsOutput::ranks_per_host() const {
   return first;
 }
 
+namespace {
+
+// "nThread T nGpus G ..." (the parameter line): true and the two counts when `words` hold it.
+bool parameter_line(const std::vector<std::string>& words, NcclTestsOutput& out, int line, const std::string& source) {
+  for (size_t i = 0; i + 3 < words.size(); ++i)
+    if (words[i] == "nThread" && words[i + 2] == "nGpus") {
+      out.threads = count_word(words[i + 1], "nThread", line, source);
+      out.gpus_per_thread = count_word(words[i + 3], "nGpus", line, source);
+      return true;
+    }
+  return false;
+}
+
+// "#  Rank  0 Group  0 Pid  1234 on  host device  0 [0x07] NVIDIA H100 80GB HBM3" (Group is optional).
+bool rank_line(const std::string& text, std::vector<std::string> words, NcclTestsOutput& out, int line,
+               const std::string& source) {
+  if (!words.empty() && words[0].size() > 1 && words[0][0] == '#') {  // "#Rank": the '#' as a word of its own
+    words[0].erase(0, 1);
+    words.insert(words.begin(), "#");
+  }
+  size_t i = !words.empty() && words[0] == "#" ? 1 : 0;
+  const auto word_is = [&](size_t k, const char* w) { return k < words.size() && words[k] == w; };
+  if (!word_is(i, "Rank") || i + 1 >= words.size()) return false;
+  NcclTestsRank rank;
+  const std::string& rank_word = words[i + 1];
+  i += 2;
+  if (word_is(i, "Group")) i += 2;
+  if (!word_is(i, "Pid") || !word_is(i + 2, "on") || !word_is(i + 4, "device") || i + 5 >= words.size()) return false;
+  rank.rank = count_word(rank_word, "Rank", line, source);
+  rank.host = words[i + 3];
+  rank.device = count_word(words[i + 5], "device", line, source);
+  // The device name is what follows the bus id in brackets, to the end of the line.
+  const size_t open = text.find('[', text.find(" device "));
+  const size_t close = open == std::string::npos ? open : text.find(']', open);
+  if (close == std::string::npos) return false;
+  const size_t first = text.find_first_not_of(" \t", close + 1);
+  const size_t last = text.find_last_not_of(" \t");
+  rank.device_name = first == std::string::npos ? "" : text.substr(first, last - first + 1);
+  out.ranks.push_back(rank);
+  return true;
+}
+
+// "# Avg bus bandwidth    : 12.3456".
+bool average_line(const std::string& text, NcclTestsOutput& out) {
+  const std::string label = "Avg bus bandwidth";
+  const size_t at = text.find(label);
+  if (at == std::string::npos) return false;
+  const size_t colon = text.find_first_not_of(" \t", at + label.size());
+  if (colon == std::string::npos || text[colon] != ':') return false;
+  const std::vector<std::string> value = split_words(text.substr(colon + 1));
+  if (!value.empty()) parse_number(value[0], out.average_busbw_gb_per_second);
+  return true;
+}
+
+}  // namespace
+
 NcclTestsOutput parse_nccl_tests_output(const std::string& text, const std::string& source) {
-  static const std::regex params(R"(nThread\s+(\d+)\s+nGpus\s+(\d+))");
-  static const std::regex rank_line(
-      R"(^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s+(.*?)\s*$)");
-  static const std::regex average(R"(Avg bus bandwidth\s*:\s*([0-9.eE+-]+))");
   NcclTestsOutput out;
   out.source = source;
   std::optional<TableHeader> header;
@@ -138,20 +217,19 @@ NcclTestsOutput parse_nccl_tests_output(const std::string& text, const std::stri
   std::istringstream in(text);
   for (std::string raw; std::getline(in, raw);) {
     ++line_number;
+    if (raw.size() > kMaxLineBytes)
+      throw InputError(fmt::format("{} line {}: {} bytes long: expected nccl-tests output, whose lines are under "
+                                   "{} bytes", source, line_number, raw.size(), kMaxLineBytes));
     if (!raw.empty() && raw.back() == '\r') raw.pop_back();
     const std::string line = strip_mpi_tag(raw);
-    std::smatch m;
     const std::vector<std::string> words = split_words(line);
     if (words.empty()) continue;
-    if (std::regex_search(line, m, params)) {
+    if (parameter_line(words, out, line_number, source)) {
       if (++runs == 1) first_run_line = line_number;
-      out.threads = std::stoi(m[1]);
-      out.gpus_per_thread = std::stoi(m[2]);
-    } else if (std::regex_search(line, m, rank_line)) {
-      out.ranks.push_back({std::stoi(m[1]), m[2], std::stoi(m[3]), m[4]});
-    } else if (std::regex_search(line, m, average)) {
-      parse_number(m[1], out.average_busbw_gb_per_second);
-    } else if (words[0] == "#" && words.size() > 1 && words[1] == "size") {
+      continue;
+    }
+    if (rank_line(line, words, out, line_number, source) || average_line(line, out)) continue;
+    if (words[0] == "#" && words.size() > 1 && words[1] == "size") {
       header = parse_header({words.begin() + 1, words.end()}, line_number, source);
     } else if (header && starts_with_digit(words[0])) {
       out.rows.push_back(parse_row(words, *header, line_number, source));
@@ -168,6 +246,7 @@ NcclTestsOutput parse_nccl_tests_output(const std::string& text, const std::stri
 }
 
 NcclTestsOutput read_nccl_tests_file(const std::string& path) {
+  core::require_regular_file(path, "nccl-tests output (a text file)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("nccl-tests output '{}' cannot be opened (does it exist?)", path));
   std::ostringstream text;

@@ -153,9 +153,16 @@ FitResult fit_group(const PublishedRunSet& set, const std::string& group_name, c
     hwprofiles::GpuProfile base;
   };
   std::vector<Case> cases;
+  size_t fit_runs = 0;
   for (const auto& run : set.runs)
-    if (run.fit_group == group_name)
+    if (run.fit_group == group_name) {
       cases.push_back({&run, build_run_graph(run, profiles), hwprofiles::device_profile(profiles, run.gpu, run.stack)});
+      fit_runs += run.role == "fit";
+    }
+  // Nothing to fit to: a group of held-out runs only (or none) would return its starting values as "fitted".
+  if (fit_runs == 0)
+    throw InputError(fmt::format("{}: fit group '{}' has no run with role \"fit\" ({} held out): give it at least one "
+                                 "fit run, or leave it out of the file", set.path, group_name, cases.size()));
 
   auto evaluate = [&](const std::map<std::string, double>& values, std::vector<RunError>* errors) {
     double objective = 0;

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/input_file.hpp"
+
 namespace ptsim::core {
 
 namespace {
@@ -93,6 +95,7 @@ Json parse_json_text(const std::string& text, const std::string& source) {
 }
 
 Json load_json_file(const std::string& path) {
+  require_regular_file(path, "a JSON file");
   std::ifstream in(path);
   if (!in) throw InputError(fmt::format("{}: cannot open file (expected a readable JSON file)", path));
   std::stringstream buffer;

@@ -16,8 +16,15 @@ inline bool parse_finite_number(std::string_view text, double& value) {
   return !text.empty() && ec == std::errc() && ptr == end && std::isfinite(value);
 }
 
-// The whole text as a 64-bit integer (no fraction, no rounding).
+// The whole text as a 64-bit integer (no fraction, no rounding; decimal only, a leading '+' refused).
 inline bool parse_int64(std::string_view text, int64_t& value) {
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  return !text.empty() && ec == std::errc() && ptr == end;
+}
+
+// The whole text as an unsigned 64-bit integer ("-1" is refused, not wrapped).
+inline bool parse_uint64(std::string_view text, uint64_t& value) {
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
   return !text.empty() && ec == std::errc() && ptr == end;

@@ -95,7 +95,19 @@ sim::CollectiveAlgorithm parse_collective_algorithm(const std::string& name) {
   throw InputError(fmt::format("--algorithm '{}': expected auto, ring, tree or hierarchical", name));
 }
 
+void require_supported_algorithm(sim::CollectiveKind kind, sim::CollectiveAlgorithm algorithm) {
+  using sim::CollectiveAlgorithm;
+  if (algorithm == CollectiveAlgorithm::automatic || algorithm == CollectiveAlgorithm::ring) return;
+  if (kind == sim::CollectiveKind::all_reduce) return;
+  throw InputError(fmt::format("--algorithm {} with --op {}: expected auto or ring (tree and hierarchical are "
+                               "modelled for all_reduce only; docs/network-model.md)",
+                               sim::to_string(algorithm), nccl_tests_name(kind)));
+}
+
 CollectiveTable predict_collective_table(const CollectiveTableSpec& s) {
+  require_supported_algorithm(s.kind, s.algorithm);
+  if (!std::isfinite(s.step_factor))
+    throw InputError(fmt::format("--step-factor {}: expected a finite factor > 1", s.step_factor));
   if (!(s.min_bytes > 0) || s.max_bytes < s.min_bytes)
     throw InputError(fmt::format("--min-bytes {} and --max-bytes {}: expected 0 < min ≤ max", s.min_bytes, s.max_bytes));
   if (!(s.step_factor > 1)) throw InputError(fmt::format("--step-factor {}: expected a factor > 1", s.step_factor));

@@ -60,6 +60,10 @@ sim::CollectiveKind parse_collective_kind(const std::string& name);
 // --algorithm: auto | ring | tree | hierarchical; InputError otherwise.
 sim::CollectiveAlgorithm parse_collective_algorithm(const std::string& name);
 
+// InputError (exit 2) when the collective model has no `algorithm` for `kind`: tree and hierarchical are
+// all_reduce only, broadcast is ring only (sim/collectives.cpp); the message lists what `kind` supports.
+void require_supported_algorithm(sim::CollectiveKind kind, sim::CollectiveAlgorithm algorithm);
+
 CollectiveTable predict_collective_table(const CollectiveTableSpec& spec);
 std::string collective_table_to_text(const CollectiveTable& table);
 nlohmann::json collective_table_to_json(const CollectiveTable& table);

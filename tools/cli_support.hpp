@@ -1,6 +1,7 @@
 // tools/cli_support.hpp — CLI11 parsing with ptsim's exit-code contract.
 // parse_or_exit: --help prints and returns the exit code 0 through `exit_code`; a bad flag becomes an
 // InputError (exit 2) whose message names the flag and what was expected.
+// Integer flags are read as decimal (CLI11 alone reads "010" as octal 8).
 // positive_number / number_between / integer_in / integer_at_least: flag validators that say what was
 // expected (CLI::PositiveNumber spells DBL_MAX out in full; it and CLI::Range let NaN through; an integer
 // beyond 64 bits is saturated, not refused).
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -17,8 +19,49 @@
 
 namespace ptsim::tools {
 
+// Integer flags are decimal: CLI11 converts with base detection (strtoll base 0: "010" is 8, "0x10" is 16) and
+// saturates past 64 bits. This transform, put first on every integer option, lets through only [+-]digits
+// (no '-' for an unsigned flag: "-1" would wrap), leading zeros dropped; a value beyond 64 bits is refused
+// here unless the option's own validators (a range) judge it and say what they expect.
+inline CLI::Validator decimal_integer_text(bool is_unsigned, bool refuse_overflow) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        const size_t sign = !text.empty() && (text[0] == '+' || text[0] == '-') ? 1 : 0;
+        const bool digits = text.size() > sign && text.find_first_not_of("0123456789", sign) == std::string::npos &&
+                            !(is_unsigned && text[0] == '-');
+        const std::string range = is_unsigned ? "[0, 2^64)" : "[-2^63, 2^63)";
+        if (!digits) return fmt::format("expected a decimal integer in {}, got '{}'", range, text);
+        const size_t first = std::min(text.find_first_not_of('0', sign), text.size() - 1);
+        const std::string decimal = (text[0] == '-' ? "-" : "") + text.substr(first);
+        int64_t as_signed = 0;
+        uint64_t as_unsigned = 0;
+        const bool fits = is_unsigned ? core::parse_uint64(decimal, as_unsigned) : core::parse_int64(decimal, as_signed);
+        if (!fits && refuse_overflow) return fmt::format("expected a decimal integer in {}, got '{}'", range, text);
+        text = decimal;
+        return "";
+      },
+      "");
+}
+
+// Puts decimal_integer_text first on every integer option of `app` and its subcommands.
+inline void make_integer_flags_decimal(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    const std::string type = option->get_type_name();
+    if (type != "INT" && type != "UINT") continue;
+    bool has_validators = true;
+    try {
+      (void)option->get_validator(0);
+    } catch (const CLI::OptionNotFound&) {
+      has_validators = false;
+    }
+    option->transform(decimal_integer_text(type == "UINT", !has_validators));
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) make_integer_flags_decimal(*sub);
+}
+
 // Returns an exit code to return immediately (0 for --help), or nullopt to continue.
 inline std::optional<int> parse_or_exit(CLI::App& app, int argc, char** argv) {
+  make_integer_flags_decimal(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

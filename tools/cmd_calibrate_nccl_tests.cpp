@@ -42,8 +42,9 @@ int run_nccl_tests_calibration(const NcclTestsFlags& f) {
   const hwprofiles::ProfileSet profiles = hwprofiles::load_profiles(f.profiles_dir);
   sim::ClusterConfig config = reports::resolve_benchmark_cluster(f.cluster, profiles, "ptsim calibrate nccl-tests");
   config.data_parallel_algorithm = reports::parse_collective_algorithm(f.algorithm);
-  const calibration::NcclTestsCalibration c =
-      calibration::calibrate_nccl_tests(f.file, config, reports::parse_collective_kind(f.op));
+  const sim::CollectiveKind kind = reports::parse_collective_kind(f.op);
+  reports::require_supported_algorithm(kind, config.data_parallel_algorithm);
+  const calibration::NcclTestsCalibration c = calibration::calibrate_nccl_tests(f.file, config, kind);
   if (f.format == "json") fmt::print("{}\n", calibration::nccl_tests_fit_json(c).dump(2));
   else fmt::print("{}", calibration::render_nccl_tests_fit(c));
   if (!f.out.empty()) {

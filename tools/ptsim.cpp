@@ -3,6 +3,7 @@
 // failure (a write that failed, including to stdout: `ptsim predict > /dev/full` is not a success).
 #include <fmt/format.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -44,6 +45,9 @@ void print_usage(std::FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A write past the file-size limit (ulimit -f) fails with EFBIG, which every writer reports (exit 1, the
+  // file named, the old file kept, the temporary removed), instead of killing ptsim without a word.
+  std::signal(SIGXFSZ, SIG_IGN);
   if (argc < 2) {
     print_usage(stderr);
     return 2;

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/atomic_file.hpp"
 #include "runtime/checkpoint/safetensors.hpp"
 #include "runtime/data/tokenizer.hpp"  // defines: fnv1a64, hash_to_hex
@@ -54,6 +55,7 @@ void check_fs(const std::error_code& ec, const std::string& what) {
 
 // FNV-1a 64 of a whole file, read in 1 MiB pieces (the same hash the shards and the vocab use).
 std::string file_checksum(const std::string& path) {
+  core::require_regular_file(path, "a checkpoint file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open the file to checksum it", path));
   std::vector<char> buffer(1 << 20);

@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/atomic_file.hpp"
 
 static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes a little-endian host");
@@ -336,6 +337,7 @@ SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::s
 }
 
 SafetensorsFile read_safetensors(const std::string& path) {
+  core::require_regular_file(path, "a safetensors file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open safetensors file: {}", path, std::strerror(errno)));
   in.seekg(0, std::ios::end);

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.hpp"
+#include "core/input_file.hpp"
 #include "core/error.hpp"
 #include "core/machine_memory.hpp"
 #include "core/mlm_defaults.hpp"
@@ -30,6 +31,7 @@ int32_t default_max_predictions(int32_t seq_len, double masked_lm_prob) {
 }
 
 std::vector<Document> read_documents(const std::string& corpus_path, const FullTokenizer& tokenizer) {
+  core::require_regular_file(corpus_path, "a corpus file (UTF-8 text, one sentence per line)");
   std::ifstream in(corpus_path, std::ios::binary);
   if (!in) throw core::InputError(fmt::format("corpus file '{}' cannot be opened (does it exist?)", corpus_path));
   std::vector<Document> docs(1);

@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/json_reader.hpp"
 #include "runtime/data/rng.hpp"
 #include "runtime/data/tokenizer.hpp"
@@ -170,6 +171,7 @@ std::unique_ptr<PretrainingDataset> PretrainingDataset::open(const std::string& 
     sr.ignore("payload_checksum");
     const std::string& path = shard->path;
 
+    core::require_regular_file(path, fmt::format("a shard file (listed in {})", manifest_path));
     int fd = ::open(path.c_str(), O_RDONLY);
     if (fd < 0)
       throw core::InputError(fmt::format("shard '{}' (listed in {}) cannot be opened: {}", path, manifest_path, std::strerror(errno)));

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/atomic_file.hpp"
+#include "core/input_file.hpp"
 #include "core/error.hpp"
 #include "runtime/data/unicode_text.hpp"
 
@@ -19,6 +20,7 @@ std::string hash_to_hex(uint64_t hash) { return fmt::format("0x{:016x}", hash); 
 // ---------------------------------------------------------------------------------------------- Vocab
 
 Vocab Vocab::load(const std::string& path) {
+  core::require_regular_file(path, "a vocab file (one token per line)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw core::InputError(fmt::format("vocab file '{}' cannot be opened (does it exist?)", path));
   std::stringstream buffer;

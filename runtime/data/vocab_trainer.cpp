@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "runtime/data/tokenizer.hpp"
 
 namespace ptsim::runtime::data {
@@ -237,6 +238,7 @@ std::vector<std::string> train_wordpiece_vocab_from_lines(const std::vector<std:
 
 std::vector<std::string> train_wordpiece_vocab(const std::string& corpus_path, const VocabTrainerOptions& options,
                                                VocabTrainerStats* stats) {
+  core::require_regular_file(corpus_path, "a corpus file (UTF-8 text, one sentence per line)");
   std::ifstream in(corpus_path, std::ios::binary);
   if (!in) throw core::InputError(fmt::format("corpus file '{}' cannot be opened (does it exist?)", corpus_path));
   Trainer t(options, corpus_path);

@@ -135,6 +135,14 @@ TEST_CASE("malformed nccl-tests text: exit-2 errors that name the line and what 
   CHECK(error_of("#  size bytes\n").find("line 1: a table header must name size, count, time") != std::string::npos);
   const std::string run = "# nThread 1 nGpus 1 minBytes 8 maxBytes 8\n" + header + "8 2 float sum -1 40.6 0.00 0.00 0 45.0 0.00 0.00 0\n";
   CHECK(error_of(run + run).find("holds 2 separate nccl-tests runs") != std::string::npos);
+  // Counts beyond int were "internal error: stoi"; a 1 MB line crashed the regex reader (stack overflow).
+  CHECK(error_of("# nThread 99999999999 nGpus 1\n" + header).find("line 1: nThread '99999999999': expected a whole "
+                                                                   "number below 2^31") != std::string::npos);
+  CHECK(error_of("#  Rank  4294967296 Group  0 Pid  1 on  h device  0 [0x8d] X\n")
+            .find("line 1: Rank '4294967296'") != std::string::npos);
+  for (const std::string& long_line : {"[" + std::string(1 << 20, '7'), std::string(1 << 20, ' ') + "x",
+                                       "# Avg bus bandwidth : " + std::string(1 << 20, '9')})
+    CHECK(error_of(header + long_line + "\n").find("line 2: 10485") != std::string::npos);  // "1048577 bytes long"
 }
 
 TEST_CASE("the fit recovers the latency and achieved fraction a table was simulated with") {

@@ -89,3 +89,31 @@ TEST_CASE("serve --timeout nan is exit 2 before any server starts") {
   CHECK(r.exit_code == 2);
   CHECK(r.output.find("--timeout: expected a number in [0.1, 3600], got 'nan'") != std::string::npos);
 }
+
+TEST_CASE("integer flags are decimal: a leading zero is not octal; base prefixes and wrapped signs are refused") {
+  // CLI11 reads integers with base detection: --nodes 010 ran 8 nodes, --vocab-size 0100 made 64 tokens, and a
+  // seed of -1 or 2^64 wrapped or saturated (the hostile pass of 2026-12-07; tools/cli_support.hpp).
+  const auto r = ptsim::test::run_ptsim("predict --node dgx-1 --nodes 010 --model bert-tiny --steps 10 --format json");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("\"gpus\": 80") != std::string::npos);  // 10 nodes × 8 V100, not 8 × 8
+  check_all_refused({
+      {"hex --nodes", "predict --node dgx-1 --nodes 0x10", {"--nodes", "expected a decimal integer", "'0x10'"}},
+      {"seed -1", "data prepare --corpus /tmp/never-read.txt --vocab /tmp/never-read-vocab.txt --out /tmp/never-written "
+                  "--seed -1",
+       {"--seed: expected a decimal integer in [0, 2^64), got '-1'"}},
+      {"seed 2^64", "data prepare --corpus /tmp/never-read.txt --vocab /tmp/never-read-vocab.txt --out /tmp/never-written "
+                    "--seed 18446744073709551616",
+       {"--seed: expected a decimal integer in [0, 2^64), got '18446744073709551616'"}},
+      {"--steps with a sign inside", "predict --node dgx-1 --steps 1-0", {"--steps", "'1-0'"}},
+  });
+}
+
+TEST_CASE("collective: an algorithm the model lacks for an op is exit 2 naming both (was an internal error)") {
+  check_all_refused({
+      {"all_gather tree", "collective --node dgx-a100 --nodes 2 --op all_gather --algorithm tree",
+       {"--algorithm tree with --op all_gather: expected auto or ring"}},
+      {"broadcast hierarchical", "collective --node dgx-a100 --nodes 2 --op broadcast --algorithm hierarchical",
+       {"--algorithm hierarchical with --op broadcast"}},
+      {"step factor inf", "collective --node dgx-a100 --nodes 2 -f inf", {"--step-factor inf"}},
+  });
+}

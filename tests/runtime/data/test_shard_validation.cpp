@@ -226,7 +226,7 @@ TEST_CASE("crafted shards and manifests are refused on open, naming the field, t
          fs::remove(ds / "shard_00001.bin");
          fs::create_directory(ds / "shard_00001.bin");
        },
-       {"shard_00001.bin' (listed in", "is not a regular file"}},
+       {"shard_00001.bin: is a directory, expected a shard file (listed in"}},
   };
   int n = 0;
   for (const BadCase& c : cases) {
