@@ -10,7 +10,7 @@ namespace ptsim::core {
 // The data root chosen as above, e.g. "/src/ptsim" or "/usr/local/share/ptsim".
 std::string data_root();
 
-// `relative` joined to the data root, e.g. data_path("models") → "/src/ptsim/models".
+// `relative` joined to the data root, e.g. data_path("models/specs") → "/src/ptsim/models/specs".
 inline std::string data_path(const std::string& relative) { return data_root() + "/" + relative; }
 
 }  // namespace ptsim::core

@@ -26,7 +26,7 @@ const char* to_string(ModelFamily family) {
 }
 
 std::string models_directory() {
-  return core::data_path("models");
+  return core::data_path("models/specs");
 }
 
 std::vector<std::string> builtin_model_names() {

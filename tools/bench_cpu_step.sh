@@ -84,7 +84,7 @@ print(statistics.median(t))' "$work/metrics_$tag.jsonl"
 
 run_torch() {
   local shape=$1 core=${2:-}
-  env ${core:+OPENBLAS_CORETYPE=$core} "$python" "$here/bench_torch_step.py" --model "$here/../models/$(model_of "$shape").json" --vocab "$vocab" \
+  env ${core:+OPENBLAS_CORETYPE=$core} "$python" "$here/bench_torch_step.py" --model "$here/../models/specs/$(model_of "$shape").json" --vocab "$vocab" \
     --micro-batch "$(batch_of "$shape")" --seq 128 --predictions 20 --threads "$threads" --steps "$(steps_of "$shape")" |
     "$python" -c 'import json, sys; print(json.load(sys.stdin)["median_step_seconds"])'
 }

@@ -409,7 +409,7 @@ def main():
     ap.add_argument("--ptsim", default=os.path.join(ROOT, "build-gpu", "tools", "ptsim"))
     ap.add_argument("--work", default=os.path.join(ROOT, "build-gpu", "bench"))
     # The flags --dry-run fixes default to None, so that giving one with --dry-run is an error.
-    ap.add_argument("--model", help="built-in ptsim model (models/<name>.json; default bert-large)")
+    ap.add_argument("--model", help="built-in ptsim model (models/specs/<name>.json; default bert-large)")
     ap.add_argument("--configs", help="seq:batch,... (default 128:256,512:64; batch halves on out-of-memory)")
     ap.add_argument("--precision", choices=["bf16", "tf32", "fp32"], help="default bf16")
     ap.add_argument("--ptsim-also", help="more ptsim precisions to run, comma-separated (e.g. tf32)")
@@ -459,7 +459,7 @@ def main():
     if not (os.path.isfile(args.ptsim) and os.access(args.ptsim, os.X_OK)):
         print(f"bench_gpu_bert: --ptsim {args.ptsim}: not an executable (build ptsim first)", file=sys.stderr)
         return 2
-    args.model_json = os.path.join(ROOT, "models", f"{args.model}.json")
+    args.model_json = os.path.join(ROOT, "models", "specs", f"{args.model}.json")
     if not os.path.isfile(args.model_json):
         print(f"bench_gpu_bert: --model {args.model}: no {args.model_json}", file=sys.stderr)
         return 2

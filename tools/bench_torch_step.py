@@ -10,7 +10,7 @@ every position), the decoder tied to the word embeddings, NSP on the pooled [CLS
 clipping at 1.0 and torch.optim.AdamW, fp32, in training mode. Inputs are random token ids (the timing does
 not depend on their values). Not a correctness reference: tools/torch_reference.py is that.
 
-Usage: /usr/bin/python3 tools/bench_torch_step.py --model models/bert-tiny.json --vocab 8000 --micro-batch 32 \
+Usage: /usr/bin/python3 tools/bench_torch_step.py --model models/specs/bert-tiny.json --vocab 8000 --micro-batch 32 \
            --seq 128 --predictions 20 --threads 2 --steps 5
 Prints one JSON line: {"median_step_seconds": ..., "step_seconds": [...], "torch": ..., "blas": ...}.
 Needs torch (Debian: apt-get install python3-torch libopenblas0-pthread; without an optimised BLAS torch
@@ -96,7 +96,7 @@ def loaded_blas():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", required=True, help="ptsim model JSON (models/*.json)")
+    ap.add_argument("--model", required=True, help="ptsim model JSON (models/specs/*.json)")
     ap.add_argument("--vocab", type=int, required=True, help="vocabulary size (ptsim takes it from the data)")
     ap.add_argument("--micro-batch", type=int, required=True)
     ap.add_argument("--seq", type=int, default=128)

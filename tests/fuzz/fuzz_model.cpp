@@ -1,5 +1,5 @@
 // tests/fuzz/fuzz_model.cpp — libFuzzer target: a model file, either format models::parse_model_json takes
-// (a ptsim model JSON like models/bert-base.json, or a HuggingFace config.json), then the sizes derived
+// (a ptsim model JSON like models/specs/bert-base.json, or a HuggingFace config.json), then the sizes derived
 // from it (padded vocab, head dimension).
 #include "models/model_spec.hpp"
 #include "tests/fuzz/fuzz_support.hpp"

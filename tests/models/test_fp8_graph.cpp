@@ -11,7 +11,7 @@ using namespace ptsim::models;
 
 namespace {
 
-// bert-base at micro-batch 4, seq 128: M = 512 tokens, H = 768, FFN 3,072, 12 layers (models/bert-base.json).
+// bert-base at micro-batch 4, seq 128: M = 512 tokens, H = 768, FFN 3,072, 12 layers (models/specs/bert-base.json).
 constexpr double M = 512, H = 768, F = 3072, L = 12;
 
 TaskGraph bert_base(Precision precision, bool recompute = false) {

@@ -127,7 +127,7 @@ TEST_CASE("an unknown model under a data root with no models says where the mode
   const char* old = std::getenv("PTSIM_ROOT");
   const std::string saved = old ? old : "";
   setenv("PTSIM_ROOT", empty_root.c_str(), 1);
-  const std::string where = "no built-in models were found in " + (empty_root / "models").string();
+  const std::string where = "no built-in models were found in " + (empty_root / "models" / "specs").string();
   CHECK_THROWS_WITH_AS(load_model("bert-base"), doctest::Contains(where.c_str()), InputError);
   if (old) setenv("PTSIM_ROOT", saved.c_str(), 1);
   else unsetenv("PTSIM_ROOT");

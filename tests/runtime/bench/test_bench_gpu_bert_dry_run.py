@@ -48,7 +48,7 @@ def main():
               "attention, ptsim tensor-core attention)")
         check([r["system"] for r in rows[-4:]] == ["ptsim fused attention"] * 2 + ["ptsim tensor-core attention"] * 2,
               f"the attention variants are not the last rows: {[r['system'] for r in rows]}")
-        with open(os.path.join(ROOT, "models", "bert-tiny.json")) as f:
+        with open(os.path.join(ROOT, "models", "specs", "bert-tiny.json")) as f:
             model = json.load(f)
         for row in rows:
             what = f"{row['system']} seq {row['seq']}"

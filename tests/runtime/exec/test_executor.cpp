@@ -97,7 +97,7 @@ TEST_CASE("tiny BERT: d loss / d every parameter tensor matches finite differenc
 }
 
 TEST_CASE("bert-tiny's real shape (L=2, H=128, A=2, FFN 512): every parameter tensor matches finite differences") {
-  // The shipped models/bert-tiny.json with the vocabulary cut to 100 tokens, as `ptsim train` does when the
+  // The shipped models/specs/bert-tiny.json with the vocabulary cut to 100 tokens, as `ptsim train` does when the
   // dataset's vocab is small (docs/training.md) — the 30,522-row embedding would only make this slower.
   ModelSpec m = load_model("bert-tiny");
   m.vocab_size = 100;

@@ -12,7 +12,7 @@
 namespace ptsim::test {
 
 // 2 layers, hidden 32, 2 heads, FFN 64 (kTinyBertJson's sizes), 64 positions (the data's seq 32 fits); the
-// vocab is padded to a multiple of 128 as models/gpt2-124m.json's is (397 → 512 rows: padding to slice).
+// vocab is padded to a multiple of 128 as models/specs/gpt2-124m.json's is (397 → 512 rows: padding to slice).
 inline const char* kTinyGpt2Json = R"({"name": "gpt2-test-tiny", "family": "gpt2", "num_layers": 2,
   "hidden_size": 32, "num_heads": 2, "intermediate_size": 64, "vocab_size": 50257, "vocab_pad_multiple": 128,
   "max_position_embeddings": 64, "type_vocab_size": 0, "layer_norm_eps": 1e-5, "source": "tests"})";

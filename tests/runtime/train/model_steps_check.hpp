@@ -71,12 +71,12 @@ inline ModelCase model_case(const std::string& builtin, int64_t batch, int64_t s
   c.spec.vocab_size = kVocab;
   return c;
 }
-// models/bert-tiny.json (L2 H128 A2 FFN 512) at 4 × 64 tokens.
+// models/specs/bert-tiny.json (L2 H128 A2 FFN 512) at 4 × 64 tokens.
 inline ModelCase bert_tiny() { return model_case("bert-tiny", 4, 64); }
-// models/bert-base.json (L12 H768 A12 FFN 3072) at 2 × 64 tokens: bert-base's depth and widths, a small
+// models/specs/bert-base.json (L12 H768 A12 FFN 3072) at 2 × 64 tokens: bert-base's depth and widths, a small
 // vocabulary and sequence so that the CPU reference stays quick.
 inline ModelCase bert_base_shaped() { return model_case("bert-base", 2, 64); }
-// GPT-2's structure (models/gpt2-124m.json: pre-LN, causal, tanh GELU, tied head) at bert-tiny's size.
+// GPT-2's structure (models/specs/gpt2-124m.json: pre-LN, causal, tanh GELU, tied head) at bert-tiny's size.
 inline ModelCase gpt2_tiny() {
   ModelCase c = model_case("gpt2-124m", 4, 64);
   c.name = "gpt2-tiny";
