@@ -1,5 +1,5 @@
-// core/data_path.cpp — the data root: $PTSIM_ROOT, the installed data of an installed binary, or the
-// source tree. PTSIM_INSTALL_BIN_DIR / PTSIM_INSTALL_DATA_DIR come from core/meson.build (prefix, bindir,
+// core/data_path.cpp — the data root: $PTSIM_ROOT, the installed data of an installed binary (or of a
+// process whose source tree is gone), or the source tree. PTSIM_INSTALL_BIN_DIR / PTSIM_INSTALL_DATA_DIR come from core/meson.build (prefix, bindir,
 // datadir); PTSIM_SOURCE_DIR from the top-level meson.build.
 #include "core/data_path.hpp"
 
@@ -27,7 +27,12 @@ bool running_installed_binary() {
 std::string data_root() {
   const char* root = std::getenv("PTSIM_ROOT");
   if (root && *root) return root;
-  static const std::string chosen = running_installed_binary() ? PTSIM_INSTALL_DATA_DIR : PTSIM_SOURCE_DIR;
+  // The Python module is loaded by python3, not by the installed binary: an installed module whose source
+  // tree is gone reads the installed data too.
+  static const std::string chosen =
+      running_installed_binary() || !std::filesystem::is_directory(PTSIM_SOURCE_DIR "/reports/scenarios")
+          ? PTSIM_INSTALL_DATA_DIR
+          : PTSIM_SOURCE_DIR;
   return chosen;
 }
 

@@ -22,6 +22,7 @@ packages=(meson ninja-build g++ pkg-config libeigen3-dev libboost-graph-dev libf
           unicode-data     # NormalizationTest.txt, which the tokenizer's NFD test reads
           libjs-chart.js   # Chart.js, inlined by `ptsim report` into its pages (docs/report.md)
           libcpp-httplib-dev chromium  # `ptsim serve` (docs/serve.md) and its browser test (the `ui` suite)
+          pybind11-dev python3-dev  # `import ptsim` (python/, docs/python.md)
           clang-14 libclang-rt-14-dev)  # the sanitizer and fuzz build (docs/fuzzing-and-sanitizers.md)
 # The README tour's demo corpus (tools/make_corpus.sh): the text, and the `bible` program that reads it
 # (bible-kjv; --no-install-recommends does not bring it with bible-kjv-text). Installed when missing; a
