@@ -49,6 +49,13 @@ std::string builtin_models_hint() {
   return fmt::format("expected one of: {}", fmt::join(names, ", "));
 }
 
+// A dropout probability in [0, 1), named by its field in the file's own format (HF names it otherwise).
+double read_dropout(JsonReader& r, const std::string& key) {
+  const double p = r.get_non_negative(key, 0.1);
+  if (p >= 1) r.fail(key, fmt::format("a dropout probability in [0, 1), got {}", p));
+  return p;
+}
+
 void check_consistency(const ModelSpec& m, const std::string& source) {
   if (m.hidden_size % m.num_heads != 0)
     throw InputError(fmt::format("{}: hidden size {} is not divisible by the number of heads {} (expected hidden = heads × head_dim)",
@@ -78,8 +85,8 @@ ModelSpec parse_ptsim_model(JsonReader& r) {
   m.max_position_embeddings = r.get_int("max_position_embeddings", core::ranges::positions, 512);
   m.type_vocab_size = r.get_int("type_vocab_size", core::ranges::type_vocab, m.family == ModelFamily::bert ? 2 : 0);
   m.layer_norm_eps = r.get_positive("layer_norm_eps", m.family == ModelFamily::bert ? 1e-12 : 1e-5);
-  m.hidden_dropout = r.get_non_negative("hidden_dropout", 0.1);
-  m.attention_dropout = r.get_non_negative("attention_dropout", 0.1);
+  m.hidden_dropout = read_dropout(r, "hidden_dropout");
+  m.attention_dropout = read_dropout(r, "attention_dropout");
   m.source = r.get_string("source", "");
   r.finish();
   return m;
@@ -103,8 +110,8 @@ ModelSpec parse_hf_config(JsonReader& r, const std::string& source) {
     m.type_vocab_size = r.get_int("type_vocab_size", core::ranges::type_vocab, 2);
     if (m.type_vocab_size < 1) r.fail("type_vocab_size", fmt::format("at least 1 segment type for BERT, got {}", m.type_vocab_size));
     m.layer_norm_eps = r.get_positive("layer_norm_eps", 1e-12);
-    m.hidden_dropout = r.get_non_negative("hidden_dropout_prob", 0.1);
-    m.attention_dropout = r.get_non_negative("attention_probs_dropout_prob", 0.1);
+    m.hidden_dropout = read_dropout(r, "hidden_dropout_prob");
+    m.attention_dropout = read_dropout(r, "attention_probs_dropout_prob");
     if (r.has("hidden_act") && r.require_string("hidden_act") != "gelu")
       r.fail("hidden_act", "\"gelu\" (the only BERT activation ptsim builds)");
   } else if (model_type == "gpt2") {
@@ -119,8 +126,16 @@ ModelSpec parse_hf_config(JsonReader& r, const std::string& source) {
     m.max_position_embeddings = r.get_int("n_positions", core::ranges::positions, 1024);
     m.type_vocab_size = 0;
     m.layer_norm_eps = r.get_positive("layer_norm_epsilon", 1e-5);
-    m.hidden_dropout = r.get_non_negative("resid_pdrop", 0.1);
-    m.attention_dropout = r.get_non_negative("attn_pdrop", 0.1);
+    m.hidden_dropout = read_dropout(r, "resid_pdrop");
+    m.attention_dropout = read_dropout(r, "attn_pdrop");
+    // GPT-2 runs the tanh approximation of GELU (HF's default "gelu_new"); another activation would be
+    // predicted and trained as that one without a word.
+    if (r.has("activation_function")) {
+      const std::string act = r.require_string("activation_function");
+      if (act != "gelu_new" && act != "gelu_pytorch_tanh")
+        r.fail("activation_function", fmt::format("\"gelu_new\" or \"gelu_pytorch_tanh\" (the tanh GELU, the only "
+                                                  "GPT-2 activation ptsim builds), got \"{}\"", act));
+    }
   } else if (model_type == "llama") {
     read_llama_hf_config(r, m);
   } else {

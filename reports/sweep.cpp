@@ -8,6 +8,7 @@
 #include <thread>
 #include <tuple>
 
+#include "models/model_spec.hpp"
 #include "reports/auto_recipe.hpp"
 #include "reports/node_retarget.hpp"
 #include "reports/prediction.hpp"
@@ -166,6 +167,7 @@ void validate_sweep(const SweepSpec& spec, const hwprofiles::ProfileSet& profile
         s.edits = spec.base_edits;
         for (const auto& key : axis_keys(axis.key)) s.edits.keys.push_back(key);
         retarget_to_node(s, profiles);
+        (void)models::load_model(s.model);  // an unknown model is a bad axis value, not an "invalid" row
         // A stack the user pinned that has no values for this node's GPU makes its configurations infeasible
         // (said per configuration); it is not a bad axis value.
         if (pinned_stack_misses_gpu(s, profiles)) s.stack.clear();

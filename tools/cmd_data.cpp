@@ -53,6 +53,9 @@ int run_inspect(const std::string& dir, const std::string& vocab_flag, int64_t f
   fmt::print("  seq_len          {}\n", ds->seq_len());
   fmt::print("  max_predictions  {}\n", ds->max_predictions());
   fmt::print("  vocab            {} ({} tokens, hash {})\n", vocab_path, vocab.size(), data::hash_to_hex(vocab.hash()));
+  if (static_cast<uint64_t>(first) >= ds->num_instances())  // printed nothing with exit 0
+    throw core::InputError(fmt::format("--index {}: the dataset '{}' has {} instances (expected 0 … {})", first, dir,
+                                       ds->num_instances(), ds->num_instances() - 1));
   for (const char* key : {"documents", "sentences", "tokens", "masked_tokens", "random_next"})
     if (manifest.contains(key)) fmt::print("  {:<16} {}\n", key, manifest[key].dump());
   if (manifest.contains("options")) fmt::print("  options          {}\n", manifest["options"].dump());
@@ -108,7 +111,8 @@ int run_data_command(int argc, char** argv) {
   prep->add_option("--out", out_dir, "output directory (shard_NNNNN.bin, manifest.json, vocab.txt)")->required();
   prep->add_option("--seq-len", po.seq_len, "max_seq_length")->capture_default_str();
   prep->add_option("--max-predictions", po.max_predictions,
-                   "max masked tokens per sequence (default, as predict: ceil(--masked-lm-prob × seq-len) rounded up to a multiple of 4: 20 at 128, 80 at 512)");
+                   "max masked tokens per sequence (default, as predict: ceil(--masked-lm-prob × seq-len) rounded up to a multiple of 4: 20 at 128, 80 at 512)")
+      ->check(integer_at_least(1));  // -1 was read as "the default"
   prep->add_option("--dup-factor", po.dup_factor, "passes over the corpus with different masks")->capture_default_str();
   prep->add_option("--short-seq-prob", po.short_seq_prob, "probability of a shorter target length")->capture_default_str();
   prep->add_option("--masked-lm-prob", po.masked_lm_prob, "fraction of tokens to mask")->capture_default_str();

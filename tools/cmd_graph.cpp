@@ -41,6 +41,8 @@ int run_graph_command(int argc, char** argv) {
   models::TaskGraph graph = models::build_task_graph(model, recipe);
   models::MemoryPlan plan = models::plan_memory(graph);
 
+  if (include_ops && format != "json")  // it was ignored without a word
+    throw core::InputError(fmt::format("--ops lists every op in the JSON; give --format json (got --format {})", format));
   if (format == "dot") {
     fmt::print("{}", models::graph_to_dot(graph));
     return 0;

@@ -45,7 +45,7 @@ reports::SweepSpec spec_from_flags(const SweepFlags& f, const CLI::App& app) {
     spec.auto_recipe = f.auto_recipe;
   }
   // Constraints on the command line override the file's (docs/sweep.md).
-  if (!f.deadline.empty()) spec.constraints.deadline_seconds = reports::parse_duration_seconds(f.deadline, "--deadline");
+  if (app.count("--deadline") > 0) spec.constraints.deadline_seconds = reports::parse_duration_seconds(f.deadline, "--deadline");
   if (app.count("--budget-usd") > 0) spec.constraints.budget_usd = f.budget_usd;
   if (app.count("--max-gpus") > 0) spec.constraints.max_gpus = f.max_gpus;
   if (!f.objective.empty()) spec.objective = reports::parse_objective(f.objective, "--objective");

@@ -161,7 +161,8 @@ int run_train_command(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--seed", c.seed, "parameter init, dropout and data order")->capture_default_str();
   app.add_option("--threads", c.threads, "compute threads per rank (0: all cores, split between local ranks)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_between(0, 1024, "an integer in [0, 1024] (0: all cores)"));  // 100000 claimed, 64 ran
   app.add_option("--checkpoint-dir", c.checkpoint_dir, "write checkpoints here (step_<N>/, latest)");
   app.add_option("--checkpoint-every", c.checkpoint_every, "also checkpoint every K steps (0: only at the end/stop)")
       ->capture_default_str();

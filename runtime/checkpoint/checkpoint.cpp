@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -72,6 +73,15 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
   return out + "]";
+}
+
+void require_finite(const std::vector<float>& values, const std::string& file, const char* what,
+                    const std::string& name) {
+  const auto bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+  if (bad == values.end()) return;
+  throw InputError(fmt::format("{}: {} '{}' element {} is {}: a checkpoint's values must be finite (resume from an "
+                               "earlier step_<N>)",
+                               file, what, name, bad - values.begin(), *bad));
 }
 
 }  // namespace
@@ -239,6 +249,14 @@ std::optional<std::string> find_latest_checkpoint(const std::string& dir) {
   }
   if (!best) return std::nullopt;
   return (fs::path(dir) / step_dir_name(*best)).string();
+}
+
+void require_finite_values(const Checkpoint& checkpoint) {
+  const std::string dir = checkpoint.dir + "/";
+  for (const CheckpointTensor& t : checkpoint.tensors)
+    require_finite(t.values, dir + kModelFile, "tensor", t.name);
+  for (const NamedArray& a : checkpoint.optimizer.arrays)
+    require_finite(a.values, dir + kOptimizerFile, "optimizer array", a.name);
 }
 
 void remove_checkpoints(const std::string& dir) {

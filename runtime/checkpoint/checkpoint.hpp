@@ -80,6 +80,11 @@ std::optional<Checkpoint> load_latest_checkpoint(const std::string& dir);
 // --overwrite` does before a fresh run, so no step of the old run can be mistaken for one of the new.
 void remove_checkpoints(const std::string& dir);
 
+// InputError naming the file, the tensor (or optimizer array) and the element when a value is NaN or infinite.
+// load_checkpoint keeps every float bit for bit (inf and NaN included); training refuses to resume from such
+// values (a run that diverged at its last save, an edited file), which would fail steps later as "loss is nan".
+void require_finite_values(const Checkpoint& checkpoint);
+
 // Copy the checkpoint's tensors into `targets` after checking that both name the same set of tensors with
 // the same shapes (InputError naming the tensor otherwise).
 void restore_tensors(const Checkpoint& checkpoint, std::span<const CheckpointTensorTarget> targets);

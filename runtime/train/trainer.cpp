@@ -504,6 +504,7 @@ class Trainer {
       targets.push_back({graph_->params[i].name, std::span<float>(values[i]).first(n), shape});
     }
     if (causal_lm_) graph_layout_gpt2_tensors(*ckpt);
+    require_finite_values(*ckpt);
     restore_tensors(*ckpt, targets);
     for (size_t i = 0; i < graph_->params.size(); ++i) executor_->write_parameter(i, values[i]);
     optimizer_->load_state(ckpt->optimizer, ckpt->dir + "/optimizer.safetensors");

@@ -117,3 +117,18 @@ TEST_CASE("collective: an algorithm the model lacks for an op is exit 2 naming b
       {"step factor inf", "collective --node dgx-a100 --nodes 2 -f inf", {"--step-factor inf"}},
   });
 }
+
+TEST_CASE("flags that were accepted and ignored, or wrapped, are exit 2 naming the flag (hostile pass, R12)") {
+  check_all_refused({
+      {"train --threads 100000", "train --data /tmp/never-read --model bert-tiny --threads 100000",
+       {"--threads: expected an integer in [0, 1024] (0: all cores), got '100000'"}},
+      {"prepare --max-predictions -1",
+       "data prepare --corpus /tmp/never-read.txt --vocab /tmp/never-read-vocab.txt --out /tmp/never-written "
+       "--max-predictions -1",
+       {"--max-predictions: expected an integer >= 1, got '-1'"}},
+      {"graph --ops without json", "graph --model bert-tiny --ops", {"--ops lists every op in the JSON", "--format json"}},
+      {"sweep --deadline ''", "sweep --vary cluster.nodes=1,2 --deadline ''", {"--deadline ''"}},
+      {"sweep over an unknown model", "sweep --vary model=nosuch,bert-base",
+       {"--vary model: value \"nosuch\" is not usable", "nosuch"}},
+  });
+}

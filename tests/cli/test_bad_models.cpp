@@ -84,6 +84,22 @@ TEST_CASE("ptsim model JSON: every size field has a range") {
   });
 }
 
+TEST_CASE("dropout out of range and an activation ptsim does not build: the field, the value, what is expected") {
+  // Was "dropout probabilities must be in [0, 1)" without the field or the value, and a GPT-2 config with
+  // "relu" predicted and trained as GELU (the hostile pass of 2026-12-07).
+  check_all_refused({
+      model_case("dropout_1_5", ptsim_model(kTinySizes + R"(, "hidden_dropout": 1.5)"),
+                 {"field 'hidden_dropout'", "a dropout probability in [0, 1), got 1.5"}),
+      model_case("attention_dropout_1", ptsim_model(kTinySizes + R"(, "attention_dropout": 1.0)"),
+                 {"field 'attention_dropout'", "got 1"}),
+      model_case("hf_bert_dropout_2",
+                 hf_bert(R"("num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 2, "hidden_dropout_prob": 2.0)"),
+                 {"field 'hidden_dropout_prob'", "got 2"}),
+      model_case("hf_gpt2_relu", hf_gpt2(R"("n_layer": 2, "n_embd": 128, "n_head": 2, "activation_function": "relu")"),
+                 {"field 'activation_function'", "got \"relu\""}),
+  });
+}
+
 TEST_CASE("HuggingFace config.json: the same ranges under HF names") {
   check_all_refused({
       model_case("hf_layers_huge", hf_bert(R"("num_hidden_layers": 1000000, "hidden_size": 128, "num_attention_heads": 2)"),

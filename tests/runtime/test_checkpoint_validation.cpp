@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -125,4 +126,17 @@ TEST_CASE("the undamaged checkpoint loads: each case above fails for its damage 
   CHECK_NOTHROW(load_checkpoint(step_dir.string()));
   edit_state(step_dir, [](Json&) {});  // re-serialising state.json changes nothing that is checked
   CHECK(load_checkpoint(step_dir.string()).step == 1);
+}
+
+TEST_CASE("weights that are not finite are refused before training resumes, naming the tensor (they failed later)") {
+  // Saved as a run that diverged would save them: the checksums agree, only the values are wrong. Before this
+  // check `ptsim train --resume` ran and stopped with "internal error: loss is nan at step 4".
+  ptsim::test::TempDir dir("cknan");
+  Model m;
+  m.w[4] = std::numeric_limits<float>::quiet_NaN();
+  ptsim::test::HostOptimizer opt(default_optimizer_config(OptimizerKind::sgd), m.slots());
+  const fs::path step_dir = save_checkpoint(dir.path.string(), 1, m.views(), opt.save_state(), Json::object());
+  const Checkpoint c = load_checkpoint(step_dir.string());  // the container keeps every bit (test_checkpoint.cpp)
+  CHECK_THROWS_WITH_AS(require_finite_values(c), doctest::Contains("model.safetensors: tensor 'enc.w' element 4 is nan"),
+                       InputError);
 }

@@ -38,6 +38,10 @@ TEST_CASE("ptsim data: vocab, prepare, inspect succeed and inspect decodes an in
   CHECK(r.output.find("seq_len          64") != std::string::npos);
   CHECK(r.output.find("tokens:   [CLS] ") != std::string::npos);
   CHECK(r.output.find("[SEP]") != std::string::npos);
+  // --index past the last instance printed the header alone with exit 0; it is exit 2 naming the count.
+  const auto past = run_ptsim("data inspect " + q(dir / "ds") + " --index 1000000");
+  CHECK(past.exit_code == 2);
+  CHECK(past.output.find("--index 1000000: the dataset") != std::string::npos);
   // The same seed gives byte-identical shards.
   const fs::path again = ptsim::test::fresh_temp_dir("cli_again");
   const auto r2 = run_ptsim("data prepare --corpus " + q(ptsim::test::small_corpus_path()) + " --vocab " + q(dir / "vocab.txt") +
