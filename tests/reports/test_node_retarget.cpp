@@ -62,9 +62,10 @@ TEST_CASE("a sweep over every shipped node type from the T4 scenario: each names
     REQUIRE(r.feasible);
     const std::string gpu = hwprofiles::find_node(profiles(), node).gpu;
     CHECK(r.stack == hwprofiles::default_stack_for(profiles(), gpu));
-    for (const auto& [figure, item] : r.price_items) {
-      const hwprofiles::PriceItem& p = profiles().prices.at(item);
-      CHECK_MESSAGE(p.applies_to == (p.unit == "gpu_hour" ? gpu : node), figure << " price " << item);
+    for (const auto& figure_item : r.price_items) {  // not a structured binding: clang 14 cannot capture one
+      const hwprofiles::PriceItem& p = profiles().prices.at(figure_item.second);
+      CHECK_MESSAGE(p.applies_to == (p.unit == "gpu_hour" ? gpu : node),
+                    figure_item.first << " price " << figure_item.second);
     }
     if (node == "t4-8x-pcie") {  // the scenario's own node: its own stack and prices, nothing swapped
       CHECK(r.what_if_notes.empty());
