@@ -49,10 +49,7 @@ std::vector<std::string> assignments(const py::object& set) {
   if (set.is_none()) return out;
   if (!py::isinstance<py::dict>(set)) throw ptsim::core::InputError("set: expected a dict of scenario key → value");
   const Json edits = to_json(set, "set");  // a named local: items() of a temporary would dangle in the loop
-  for (const auto& [key, value] : edits.items()) {
-    const bool bare = value.is_string() && !Json::accept(value.get<std::string>());
-    out.push_back(key + "=" + (bare ? value.get<std::string>() : value.dump()));
-  }
+  for (const auto& [key, value] : edits.items()) out.push_back(ptsim::reports::set_assignment(key, value));
   return out;
 }
 

@@ -21,16 +21,11 @@ void retarget_stack(Scenario& s, const NodeProfile& node, const ProfileSet& prof
                               s.stack, from, node.gpu, node.name));
 }
 
-// Whether the named price item pays for `node`: a GPU-hour price of its GPU, an instance or purchase of itself.
-bool applies_to(const hwprofiles::PriceItem& item, const NodeProfile& node) {
-  return item.applies_to == (item.unit == "gpu_hour" ? node.gpu : node.name);
-}
-
 void retarget_price(const char* figure, std::string& named, Scenario& s, const NodeProfile& node,
                     const ProfileSet& profiles, std::vector<std::string>& notes) {
   if (named.empty() || s.edits.names(std::string("prices.") + figure)) return;
   const auto it = profiles.prices.find(named);
-  if (it == profiles.prices.end() || applies_to(it->second, node)) return;  // unknown: resolve_prices names it
+  if (it == profiles.prices.end() || price_applies_to(it->second, node)) return;  // unknown: resolve_prices names it
   const std::string set = s.prices.set.empty() ? kCurrentPriceSet : s.prices.set;
   std::string why;
   const auto chosen = swapped_in_price(figure, set, node, profiles, why);

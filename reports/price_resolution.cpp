@@ -42,15 +42,14 @@ ChosenPrice named_price(const std::string& file, const std::string& figure, cons
   if (std::find(units.begin(), units.end(), item.unit) == units.end())
     throw core::InputError(fmt::format("{}: field 'prices.{}': price '{}' is per '{}', expected a price per {}",
                                        file, figure, name, item.unit, fmt::join(units, " or ")));
-  if (item.unit == "gpu_hour" && item.applies_to != node.gpu)
+  if (price_applies_to(item, node)) return {item, "named"};
+  if (item.unit == "gpu_hour")
     throw core::InputError(fmt::format("{}: field 'prices.{}': price '{}' applies to GPU '{}', but the "
                                        "scenario's node '{}' has GPU '{}'",
                                        file, figure, name, item.applies_to, node.name, node.gpu));
-  if ((item.unit == "instance_hour" || item.unit == "purchase") && item.applies_to != node.name)
-    throw core::InputError(fmt::format("{}: field 'prices.{}': price '{}' applies to node '{}', but the "
-                                       "scenario's node is '{}'",
-                                       file, figure, name, item.applies_to, node.name));
-  return {item, "named"};
+  throw core::InputError(fmt::format("{}: field 'prices.{}': price '{}' applies to node '{}', but the "
+                                     "scenario's node is '{}'",
+                                     file, figure, name, item.applies_to, node.name));
 }
 
 // The set's items of `kind` in `unit` that apply to `target` (any set's when `set` is empty).
@@ -137,6 +136,12 @@ PriceResolution resolve_prices(const Scenario& s, const NodeProfile& node, const
   if (!p.electricity.empty()) out.electricity = named_price(s.file, "electricity", p.electricity, node, profiles);
   if (!p.pue.empty()) out.pue = named_price(s.file, "pue", p.pue, node, profiles);
   return out;
+}
+
+bool price_applies_to(const PriceItem& item, const NodeProfile& node) {
+  if (item.unit == "gpu_hour") return item.applies_to == node.gpu;
+  if (item.unit == "instance_hour" || item.unit == "purchase") return item.applies_to == node.name;
+  return true;
 }
 
 std::optional<ChosenPrice> swapped_in_price(const std::string& figure, const std::string& set, const NodeProfile& node,

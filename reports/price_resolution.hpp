@@ -42,6 +42,10 @@ struct PriceResolution {
 PriceResolution resolve_prices(const Scenario& scenario, const hwprofiles::NodeProfile& node,
                                const hwprofiles::ProfileSet& profiles);
 
+// Whether `item` pays for `node`: a GPU-hour price of the node's GPU, an instance-hour or purchase price of the
+// node itself (electricity and PUE apply to every node).
+bool price_applies_to(const hwprofiles::PriceItem& item, const hwprofiles::NodeProfile& node);
+
 // The price set a node type swapped in by a what-if takes its prices from when the scenario names none: the
 // one set that prices every current GPU node type (A100 40/80 GB, H100, H200) from one provider
 // (docs/cost-model.md "Prices of a swapped-in node type").

@@ -285,6 +285,11 @@ Json load_base_scenario(const std::string& name_or_path, const std::vector<std::
   return json;
 }
 
+std::string set_assignment(const std::string& key, const Json& value) {
+  const bool bare = value.is_string() && !Json::accept(value.get<std::string>());
+  return key + "=" + (bare ? value.get<std::string>() : value.dump());
+}
+
 Scenario parse_edited_scenario(Json json, const std::vector<std::string>& overrides, const std::string& source) {
   ScenarioEdits edits = scenario_edits(json, overrides);
   for (const auto& o : overrides) apply_override(json, o);

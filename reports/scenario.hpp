@@ -116,6 +116,9 @@ std::string scenario_path(const std::string& name_or_path);
 // That InputError's text: "unknown scenario 'X': not a file and not a shipped scenario (expected one of: …)".
 std::string unknown_scenario_message(const std::string& name_or_path);
 std::string scenarios_directory();
+// The --set assignment that sets `key` to `value` (a request's or a Python dict's edits): "key=text", where a
+// string that is not itself JSON text stays a bare word, as --set reads it; anything else is its JSON.
+std::string set_assignment(const std::string& key, const core::Json& value);
 // Applies one "a.b.0.c=value" override; InputError names the override on a bad path.
 void apply_override(core::Json& json, const std::string& assignment);
 

@@ -27,15 +27,6 @@ bool looks_like_path(const std::string& name) {
          name.find('\0') != std::string::npos || name.find(':') != std::string::npos;
 }
 
-// A --set value as a user would type it: strings bare unless that reads as another JSON value ("16", "true").
-std::string set_text(const Json& value) {
-  if (value.is_string()) {
-    const std::string text = value.get<std::string>();
-    if (!Json::accept(text)) return text;
-  }
-  return value.dump();
-}
-
 }  // namespace
 
 void require_builtin_models(const Json& scenario, const std::string& field) {
@@ -167,7 +158,7 @@ ScenarioRequest read_scenario_request(const Json& body) {
       if (it.key().empty() || it.key().find('=') != std::string::npos)
         throw RequestError(fmt::format("{}: field 'set': '{}' is not a scenario key (expected a dotted path such as "
                                        "cluster.network or phases.0.micro_batch)", kBody, it.key()), "set." + it.key());
-      request.overrides.push_back(it.key() + "=" + set_text(it.value()));
+      request.overrides.push_back(reports::set_assignment(it.key(), it.value()));
       request.set_keys.push_back(it.key());
     }
   }
