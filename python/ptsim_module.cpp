@@ -102,13 +102,7 @@ py::object sweep(const py::object& scenario, const py::dict& vary, const py::obj
   Json answer;
   {
     py::gil_scoped_release unlocked;
-    ptsim::reports::validate_sweep(spec, profiles());
-    std::vector<size_t> indices(ptsim::reports::configuration_count(spec));
-    for (size_t i = 0; i < indices.size(); ++i) indices[i] = i;
-    std::vector<ptsim::reports::ConfigResult> results =
-        ptsim::reports::evaluate_configurations(spec, indices, profiles(), threads);
-    const ptsim::reports::SweepAnalysis analysis = ptsim::reports::analyse_sweep(spec, results);
-    answer = ptsim::reports::sweep_to_json(spec, results, analysis);
+    answer = ptsim::reports::run_sweep_to_json(spec, profiles(), threads);
   }
   return to_python(answer);
 }

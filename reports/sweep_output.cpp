@@ -199,6 +199,15 @@ json sweep_to_json(const SweepSpec& spec, const std::vector<ConfigResult>& resul
           {"configurations", configurations}};
 }
 
+json run_sweep_to_json(const SweepSpec& spec, const hwprofiles::ProfileSet& profiles, int threads) {
+  validate_sweep(spec, profiles);
+  std::vector<size_t> indices(configuration_count(spec));
+  for (size_t i = 0; i < indices.size(); ++i) indices[i] = i;
+  std::vector<ConfigResult> results = evaluate_configurations(spec, indices, profiles, threads);
+  const SweepAnalysis analysis = analyse_sweep(spec, results);
+  return sweep_to_json(spec, results, analysis);
+}
+
 std::string sweep_to_csv(const SweepSpec& spec, const std::vector<ConfigResult>& results) {
   std::string out = "index";
   for (const auto& axis : spec.axes) {  // (two appends, not "," + cell: g++ 12 -Wrestrict false positive)

@@ -168,16 +168,8 @@ ApiResponse Api::sweep(const std::string& text) const {
                                      "per request (ptsim serve --max-sweep N raises it; ptsim sweep has no limit)",
                                      count, limits_.max_sweep_configurations),
                          "axes");
-    std::vector<size_t> indices(count);
-    for (size_t i = 0; i < count; ++i) {
-      indices[i] = i;
-      require_builtin_models(reports::configuration_json(spec, i), "axes");
-    }
-    reports::validate_sweep(spec, profiles_);
-    std::vector<reports::ConfigResult> results =
-        reports::evaluate_configurations(spec, indices, profiles_, limits_.sweep_threads);
-    const reports::SweepAnalysis analysis = reports::analyse_sweep(spec, results);
-    return ok(reports::sweep_to_json(spec, results, analysis), 1);  // as ptsim sweep --format json
+    for (size_t i = 0; i < count; ++i) require_builtin_models(reports::configuration_json(spec, i), "axes");
+    return ok(reports::run_sweep_to_json(spec, profiles_, limits_.sweep_threads), 1);  // as ptsim sweep --format json
   });
 }
 
